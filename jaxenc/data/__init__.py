@@ -1,0 +1,1 @@
+"""Dataset readers, vocabulary, word vectors and the batching pipeline."""

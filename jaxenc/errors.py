@@ -1,0 +1,34 @@
+"""Errors that reach users: one line naming where the problem is and how to fix it."""
+
+from __future__ import annotations
+
+
+class JaxencError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+
+class DataError(JaxencError, ValueError):
+    """Malformed or missing input data: the message names file, line (or sentence) and the fix."""
+
+    def __init__(self, problem: str, *, path: object = None, line: int | None = None,
+                 fix: str | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        message = f"{where}{problem}"
+        if fix:
+            message += f" (fix: {fix})"
+        super().__init__(message)
+        self.path, self.line, self.fix = path, line, fix
+
+
+class StructureError(DataError):
+    """A tree that cannot be turned into structure arrays (malformed, cyclic, mismatched tokens)."""
+
+
+class ParserUnavailableError(JaxencError, RuntimeError):
+    """A parser back-end or its model is not installed; the message says how to install it."""
+
+
+class ConfigError(JaxencError, ValueError):
+    """A configuration names something unknown or contradicts an existing checkpoint."""

@@ -1,0 +1,1 @@
+"""Layers shared by the encoders: embeddings, masks, attention variants, gates."""
