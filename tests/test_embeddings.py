@@ -1,0 +1,241 @@
+"""Word vectors: streamed GloVe/word2vec loading, OOV policies, coverage, and bad files."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import chex
+import numpy as np
+import pytest
+
+from jaxenc.data.embeddings import NUM_HASH_BUCKETS, drop_oov, hash_bucket, load_vectors
+from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL, PAD, ROOT, UNK, Vocabulary
+from jaxenc.errors import ConfigError, DataError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_vectors(path, rows, header=False, extra_lines=()):
+    """A GloVe-style file from {word: vector}; raw byte lines from `extra_lines` appended."""
+    lines = [f"{len(rows)} {len(next(iter(rows.values())))}".encode()] if header else []
+    lines += [(w + " " + " ".join(f"{x:.6g}" for x in v)).encode("utf-8") for w, v in rows.items()]
+    path.write_bytes(b"\n".join(lines + list(extra_lines)) + b"\n")
+    return path
+
+
+def reference_hash_bucket(word):
+    digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % NUM_HASH_BUCKETS
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A vocabulary and a 3-d file covering some of its words."""
+    vocab = Vocabulary.build([["the", "the", "The", "cat", "Paris", "zebra", "qwxz", "New York"]])
+    rows = {"the": [1, 2, 3], "cat": [4, 5, 6], "paris": [7, 8, 9], "Paris": [0.5, 0.5, 0.5],
+            "new york": [1, 1, 1], "dog": [9, 9, 9]}
+    return vocab, rows, write_vectors(tmp_path / "v.txt", rows)
+
+
+def test_rows_lowercase_fallback_and_found(small):
+    vocab, rows, path = small
+    vectors = load_vectors(path, vocab, seed=3)
+    chex.assert_shape(vectors.matrix, (len(vocab), 3))
+    chex.assert_type(vectors.matrix, np.float32)
+    chex.assert_shape(vectors.found, (len(vocab),))
+    ids = {t: vocab.id(t) for t in vocab.tokens}
+    for word, source in [("the", "the"), ("The", "the"), ("cat", "cat"), ("Paris", "Paris"),
+                         ("New York", "new york")]:
+        np.testing.assert_allclose(vectors.matrix[ids[word]], rows[source], rtol=1e-6)
+        assert vectors.found[ids[word]]
+    assert not vectors.found[[ids["zebra"], ids["qwxz"], PAD, UNK]].any()
+    np.testing.assert_array_equal(vectors.matrix[PAD], 0.0)
+    cov = vectors.coverage
+    assert (cov.num_types, cov.types_exact, cov.types_lowercase) == (len(vocab) - NUM_SPECIAL, 3, 2)
+    assert (cov.num_tokens, cov.tokens_found) == (8, 6)  # counts from Vocabulary.build
+    assert cov.lines_read == 6 and cov.invalid_lines == 0 and cov.dim == 3
+    assert "5 of" in str(cov) and "6 of" in str(cov)
+
+
+def test_exact_word_wins_over_earlier_lowercase_line(tmp_path):
+    vocab = Vocabulary.build([["Apple"]])
+    path = write_vectors(tmp_path / "v.txt", {"apple": [1, 1], "Apple": [2, 2]})
+    vectors = load_vectors(path, vocab)
+    np.testing.assert_array_equal(vectors.matrix[vocab.id("Apple")], [2, 2])
+    assert vectors.coverage.types_exact == 1 and vectors.coverage.types_lowercase == 0
+    unlowered = load_vectors(write_vectors(tmp_path / "w.txt", {"apple": [1, 1]}), vocab,
+                             lowercase_fallback=False)
+    assert not unlowered.found[vocab.id("Apple")]
+
+
+def test_first_line_of_a_repeated_word_wins(tmp_path):
+    vocab = Vocabulary.build([["a", "B"]])
+    path = tmp_path / "v.txt"
+    path.write_text("a 1 2\nb 5 6\na 3 4\nb 7 8\n", encoding="utf-8")
+    vectors = load_vectors(path, vocab)
+    np.testing.assert_array_equal(vectors.matrix[[vocab.id("a"), vocab.id("B")]],
+                                  [[1, 2], [5, 6]])
+
+
+def test_random_oov_policy(small):
+    vocab, _, path = small
+    a, b = load_vectors(path, vocab, seed=1), load_vectors(path, vocab, seed=1)
+    other = load_vectors(path, vocab, seed=2)
+    missing = np.flatnonzero(~a.found)[1:]  # without PAD
+    assert {UNK, ROOT, BOS, EOS, vocab.id("zebra")} <= set(missing)
+    rows = a.matrix[missing]
+    assert np.all(np.abs(rows) <= 0.05) and np.all(rows != 0)
+    assert len(np.unique(rows, axis=0)) == len(missing)  # one vector per word
+    np.testing.assert_array_equal(a.matrix, b.matrix)
+    assert not np.array_equal(a.matrix[missing], other.matrix[missing])
+    np.testing.assert_array_equal(a.matrix[a.found], other.matrix[a.found])
+
+
+def test_hashed_oov_policy_shares_buckets(tmp_path):
+    words = [f"w{i}" for i in range(300)]
+    vocab = Vocabulary.build([words + ["known"]])
+    path = write_vectors(tmp_path / "v.txt", {"known": [1.0, 2.0, 3.0, 4.0]})
+    vectors = load_vectors(path, vocab, oov="hashed", seed=0)
+    buckets = {}
+    for word in words + ["<unk>", "[root]"]:
+        assert hash_bucket(word) == reference_hash_bucket(word)
+        buckets.setdefault(reference_hash_bucket(word), []).append(vectors.matrix[vocab.id(word)])
+    assert max(len(rows) for rows in buckets.values()) > 1  # 302 words, 128 buckets
+    for rows in buckets.values():
+        for row in rows[1:]:
+            np.testing.assert_array_equal(row, rows[0])
+    distinct = {tuple(rows[0]) for rows in buckets.values()}
+    assert len(distinct) == len(buckets)
+    assert np.all(np.abs(np.stack([r[0] for r in buckets.values()])) <= 0.05)
+    again = load_vectors(path, vocab, oov="hashed", seed=0)
+    np.testing.assert_array_equal(vectors.matrix, again.matrix)
+
+
+def test_hash_bucket_is_stable_across_processes():
+    words = ["the", "zebra", "Ünïcode", "<unk>"]
+    code = ("import sys; from jaxenc.data.embeddings import hash_bucket; "
+            f"print([hash_bucket(w) for w in {words!r}])")
+    outputs = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": REPO}
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True)
+        outputs.add(result.stdout.strip())
+    assert outputs == {str([reference_hash_bucket(w) for w in words])}
+
+
+def test_drop_policy_and_drop_oov(small):
+    vocab, _, path = small
+    vectors = load_vectors(path, vocab, oov="drop")
+    zebra, cat = vocab.id("zebra"), vocab.id("cat")
+    np.testing.assert_array_equal(vectors.matrix[zebra], 0.0)
+    assert np.all(vectors.matrix[[ROOT, BOS, EOS]] != 0)  # special tokens are still embedded
+    ids = np.array([BOS, cat, zebra, UNK, vocab.id("The"), EOS], dtype=np.int32)
+    kept = drop_oov(ids, vectors.found)
+    np.testing.assert_array_equal(kept, [BOS, cat, vocab.id("The"), EOS])
+    assert kept.dtype == np.int32
+
+
+def test_word2vec_header_and_truncation(tmp_path):
+    vocab = Vocabulary.build([["a", "b"]])
+    rows = {"a": [1.0, 2.0], "b": [3.0, 4.0]}
+    vectors = load_vectors(write_vectors(tmp_path / "w2v.txt", rows, header=True), vocab)
+    np.testing.assert_array_equal(vectors.matrix[[vocab.id("a"), vocab.id("b")]], [[1, 2], [3, 4]])
+    assert vectors.coverage.lines_read == 2
+    truncated = tmp_path / "cut.txt"
+    truncated.write_text("3 2\na 1 2\nb 3 4\n", encoding="utf-8")
+    with pytest.raises(DataError, match="announces 3 vectors, the file has 2") as error:
+        load_vectors(truncated, vocab)
+    assert str(error.value).startswith(f"{truncated}:1: ")
+
+
+def test_invalid_utf8_lines_are_skipped_and_counted(tmp_path):
+    vocab = Vocabulary.build([["a", "b"]])
+    path = write_vectors(tmp_path / "v.txt", {"a": [1.0, 2.0]},
+                         extra_lines=[b"\x96 0.1 0.2", b"b 3 4", b"\x92s 0.3 0.4"])
+    vectors = load_vectors(path, vocab)
+    assert vectors.coverage.invalid_lines == 2 and vectors.coverage.lines_read == 4
+    np.testing.assert_array_equal(vectors.matrix[vocab.id("b")], [3, 4])
+
+
+@pytest.mark.parametrize("bad_line, line_number", [
+    ("b 1 2 3", 2), ("b 1", 2), ("b 1 x", 2), ("two words 1.5 2 3", 2)])
+def test_inconsistent_lines_name_file_and_line(tmp_path, bad_line, line_number):
+    vocab = Vocabulary.build([["a", "b"]])
+    path = tmp_path / "v.txt"
+    path.write_text(f"a 1 2\n{bad_line}\n", encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        load_vectors(path, vocab)
+    assert str(error.value).startswith(f"{path}:{line_number}: ")
+
+
+def test_words_with_spaces_and_irregular_spacing(tmp_path):
+    vocab = Vocabulary.build([["a b", "c"]])
+    path = tmp_path / "v.txt"
+    path.write_text("x 0 0\na b 1 2\nc  3   4 \n", encoding="utf-8")
+    vectors = load_vectors(path, vocab)
+    np.testing.assert_array_equal(vectors.matrix[[vocab.id("a b"), vocab.id("c")]],
+                                  [[1, 2], [3, 4]])
+
+
+def test_bad_arguments_and_files(tmp_path, small):
+    vocab, _, path = small
+    with pytest.raises(DataError, match="3-d, 300-d expected") as error:
+        load_vectors(path, vocab, expected_dim=300)
+    assert str(error.value).startswith(f"{path}:1: ")
+    with pytest.raises(DataError, match="not found"):
+        load_vectors(tmp_path / "absent.txt", vocab)
+    with pytest.raises(ConfigError, match="unknown OOV policy"):
+        load_vectors(path, vocab, oov="zeros")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no word vectors"):
+        load_vectors(empty, vocab)
+
+
+def parse_glove_reference(path):
+    """{word: vector} of a GloVe file, first occurrence kept, and the count of non-UTF-8 lines."""
+    rows, invalid = {}, 0
+    with open(path, "rb") as file:
+        for raw in file:
+            try:
+                fields = raw.decode("utf-8").split()
+            except UnicodeDecodeError:
+                invalid += 1
+                continue
+            rows.setdefault(fields[0], np.array([float(x) for x in fields[1:]], np.float32))
+    return rows, invalid
+
+
+def test_real_glove_subset(data_root):
+    sst = (data_root / "sst5_sentences" / "stsa.fine.train").read_text("utf-8").splitlines()
+    trec = (data_root / "trec" / "TREC.train").read_text("latin-1").splitlines()
+    sentences = [line.split()[1:] for line in sst + trec]
+    vocab = Vocabulary.build(sentences)
+    path = data_root / "glove_subsets" / "glove.6B.50d.first2446.txt"
+    vectors = load_vectors(path, vocab, oov="hashed", expected_dim=50)
+    reference, invalid = parse_glove_reference(path)
+    assert invalid == 5 and vectors.coverage.invalid_lines == 5
+    assert vectors.coverage.lines_read == 2446
+    exact = lowered = tokens_found = 0
+    bucket_rows = {}
+    for i, word in enumerate(vocab.tokens[NUM_SPECIAL:], start=NUM_SPECIAL):
+        source = word if word in reference else word.lower()
+        assert vectors.found[i] == (source in reference)
+        if source in reference:
+            np.testing.assert_array_equal(vectors.matrix[i], reference[source])
+            exact += source == word
+            lowered += source != word
+            tokens_found += vocab.counts[word]
+        else:
+            shared = bucket_rows.setdefault(reference_hash_bucket(word), vectors.matrix[i])
+            np.testing.assert_array_equal(vectors.matrix[i], shared)
+    assert len(bucket_rows) == NUM_HASH_BUCKETS
+    assert len({tuple(row) for row in bucket_rows.values()}) == NUM_HASH_BUCKETS
+    assert np.all(np.abs(np.stack(list(bucket_rows.values()))) <= 0.05)
+    cov = vectors.coverage
+    assert (cov.types_exact, cov.types_lowercase) == (exact, lowered)
+    assert cov.num_tokens == sum(len(s) for s in sentences)
+    assert cov.tokens_found == tokens_found
+    assert 0.7 < cov.token_rate < 0.8  # the README: about 80% of SST/TREC tokens
