@@ -1,0 +1,240 @@
+"""Every dataset by name: what it is (`DATASETS`) and how to read one split of it (`load`).
+
+Folders are relative to the data root (`jaxenc.data.paths.data_dir`: an explicit folder, else
+$JAXENC_DATA_DIR), laid out like shared/data; STS12-16 and STS-B use SentEval's own layout
+(`STS/STS12-en-test/`, `STS/STSBenchmark/`). The embedded `synthetic` dataset needs no folder.
+Readers of other packages (tree formats, the synthetic generator) are imported when first used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
+from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
+from jaxenc.data.records import Example, Sentence
+from jaxenc.errors import DataError
+
+KINDS = ("single", "pair", "relatedness", "tagging", "translation", "unlabelled")
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    """What a dataset is.
+
+    Attributes:
+      name: the registry key.
+      kind: one of KINDS: "single" (one sentence -> class), "pair" (two sentences -> class),
+        "relatedness" (two sentences -> score), "tagging", "translation", "unlabelled".
+      num_classes: classes of `Example.label`; for "relatedness" the K of the Tai et al. head
+        (score_range spans K integer points); None where there is no fixed label set.
+      label_names: the name of each class index, or None.
+      splits: the split names `load` accepts (STS12-16: the subset names).
+      folder: the folder under the data root, or None for embedded data.
+      score_range: (low, high) of `Example.score` for "relatedness" datasets, else None.
+    """
+
+    name: str
+    kind: str
+    num_classes: int | None
+    label_names: tuple[str, ...] | None
+    splits: tuple[str, ...]
+    folder: str | None
+    score_range: tuple[float, float] | None = None
+
+
+# Reads one split: (dataset folder, or None for embedded data; split name) -> examples.
+Reader = Callable[[Path | None, str], list[Example]]
+
+DATASETS: dict[str, DatasetInfo] = {}
+_READERS: dict[str, Reader] = {}
+
+
+def load(name: str, split: str, data_dir: str | os.PathLike | None = None) -> list[Example]:
+    """The examples of one split of dataset `name`.
+
+    Args:
+      name: a key of DATASETS.
+      split: one of `DATASETS[name].splits`.
+      data_dir: the data root; None means $JAXENC_DATA_DIR (not needed for embedded data).
+
+    Raises:
+      DataError: unknown name or split (listing the valid ones), missing folder or file.
+    """
+    if name not in DATASETS:
+        raise DataError(f"unknown dataset {name!r}", fix=f"use one of {', '.join(DATASETS)}")
+    info = DATASETS[name]
+    if split not in info.splits:
+        raise DataError(f"dataset {name!r} has no split {split!r}",
+                        fix=f"use one of {', '.join(info.splits)}")
+    folder = None
+    if info.folder is not None:
+        folder = paths.data_dir(data_dir) / info.folder
+        if not folder.is_dir():
+            raise DataError(f"folder of dataset {name!r} not found", path=folder,
+                            fix=f"put the {name} files in <data root>/{info.folder} "
+                                "(layouts: shared/data/README.md, shared/spec/heads_and_eval.md)")
+    return _READERS[name](folder, split)
+
+
+def _register(info: DatasetInfo, reader: Reader) -> None:
+    if info.kind not in KINDS:
+        raise ValueError(f"dataset {info.name!r}: kind {info.kind!r} is not one of {KINDS}")
+    DATASETS[info.name] = info
+    _READERS[info.name] = reader
+
+
+def _file_per_split(read: Callable[[Path], list[Example]], files: dict[str, str]) -> Reader:
+    """A Reader that reads `folder / files[split]` with `read`."""
+    return lambda folder, split: read(folder / files[split])
+
+
+def _binary_corpus(name: str) -> Reader:
+    """A Reader of SentEval binary corpus `name` (its only split is "all")."""
+    return lambda folder, split: senteval_binary.read_binary_corpus(folder, name)
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or a DataError naming it when it is not a file."""
+    if not path.is_file():
+        raise DataError("file not found", path=path,
+                        fix="check the data folder holds this file (layout: shared/data/README.md)")
+    return path
+
+
+def _sentence_examples(sentences: list[Sentence], source: str) -> list[Example]:
+    """Tagging examples, one per sentence; uid = "<source>#<sentence number>"."""
+    return [Example(sentences=(sentence,), uid=f"{source}#{number}")
+            for number, sentence in enumerate(sentences, start=1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers that need more than one file per split.
+
+def _read_sst5_phrases(folder: Path, split: str) -> list[Example]:
+    """Train: every labelled phrase of every train tree; dev/test: whole sentences only."""
+    trees = sst.read_sst_trees(folder / f"{split}.txt")
+    if split != "train":
+        return trees
+    return [phrase for tree in trees for phrase in sst.expand_phrases(tree)]
+
+
+def _read_snli(folder: Path, split: str) -> list[Example]:
+    """`snli_1.0_<split>.jsonl`, else the one `snli_1.0_<split>*.jsonl` (e.g. a sample)."""
+    exact = folder / f"snli_1.0_{split}.jsonl"
+    if exact.is_file():
+        return snli.read_snli(exact)
+    matches = sorted(folder.glob(f"snli_1.0_{split}*.jsonl"))
+    if len(matches) != 1:
+        problem = "no file" if not matches else f"{len(matches)} files"
+        raise DataError(f"{problem} matching snli_1.0_{split}*.jsonl", path=folder,
+                        fix=f"put exactly one snli_1.0_{split}.jsonl from SNLI 1.0 in the folder")
+    return snli.read_snli(matches[0])
+
+
+def _read_ud_ewt(folder: Path, split: str) -> list[Example]:
+    """`en_ewt-ud-<split>.conllu`; train may instead be shards `...train.partKofN.conllu`."""
+    from jaxenc.structures.formats import read_conllu
+
+    whole = folder / f"en_ewt-ud-{split}.conllu"
+    shards = sorted(folder.glob(f"en_ewt-ud-{split}.part*of*.conllu"), key=_shard_number)
+    if whole.is_file() or not shards:
+        shards = [_existing(whole)]
+    return [example for shard in shards
+            for example in _sentence_examples(read_conllu(shard), shard.name)]
+
+
+def _shard_number(path: Path) -> int:
+    match = re.search(r"\.part(\d+)of\d+\.", path.name)
+    return int(match.group(1)) if match else 0
+
+
+def _read_ptb_sample(folder: Path, split: str) -> list[Example]:
+    from jaxenc.structures.formats import read_treebank_zip
+
+    sentences = read_treebank_zip(_existing(folder / "treebank.zip"),
+                                  _existing(folder / "dependency_treebank.zip"))
+    return _sentence_examples(sentences, "treebank.zip")
+
+
+def _read_synthetic(folder: None, split: str) -> list[Example]:
+    from jaxenc.data.synthetic import generate_split
+
+    return generate_split(split)
+
+
+# ---------------------------------------------------------------------------------------------
+# The datasets.
+
+_TRAIN_DEV_TEST = ("train", "dev", "test")
+
+_SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt",
+               "test": "SICK_test_annotated.txt"}
+_register(DatasetInfo("sick_e", "pair", len(sick.ENTAILMENT_LABELS), sick.ENTAILMENT_LABELS,
+                      _TRAIN_DEV_TEST, "sick"),
+          _file_per_split(sick.read_sick, _SICK_FILES))
+_register(DatasetInfo("sick_r", "relatedness", 5, None, _TRAIN_DEV_TEST, "sick",
+                      score_range=sick.RELATEDNESS_RANGE),
+          _file_per_split(sick.read_sick, _SICK_FILES))
+
+_TREC_FILES = {"train": "TREC.train", "test": "TREC.test"}
+_register(DatasetInfo("trec", "single", len(trec.COARSE_LABELS), trec.COARSE_LABELS,
+                      tuple(_TREC_FILES), "trec"),
+          _file_per_split(trec.read_trec, _TREC_FILES))
+_register(DatasetInfo("trec_fine", "single", len(trec.FINE_LABELS), trec.FINE_LABELS,
+                      tuple(_TREC_FILES), "trec"),
+          _file_per_split(functools.partial(trec.read_trec, fine=True), _TREC_FILES))
+
+_MRPC_FILES = {"train": "msr_paraphrase_train.txt", "test": "msr_paraphrase_test.txt"}
+_register(DatasetInfo("mrpc", "pair", len(PARAPHRASE_LABELS), PARAPHRASE_LABELS,
+                      tuple(_MRPC_FILES), "mrpc"),
+          _file_per_split(read_mrpc, _MRPC_FILES))
+
+for _name, _labels, _stem in (("sst2", sst.SST2_LABELS, "stsa.binary"),
+                              ("sst5", sst.SST5_LABELS, "stsa.fine")):
+    _register(DatasetInfo(_name, "single", len(_labels), _labels, _TRAIN_DEV_TEST,
+                          f"{_name}_sentences"),
+              _file_per_split(functools.partial(sst.read_sst_sentences, num_classes=len(_labels)),
+                              {split: f"{_stem}.{split}" for split in _TRAIN_DEV_TEST}))
+
+_SST_TREE_FILES = {split: f"{split}.txt" for split in _TRAIN_DEV_TEST}
+_register(DatasetInfo("sst5_trees", "single", len(sst.SST5_LABELS), sst.SST5_LABELS,
+                      _TRAIN_DEV_TEST, "sst_ptb_trees"),
+          _file_per_split(sst.read_sst_trees, _SST_TREE_FILES))
+_register(DatasetInfo("sst5_phrases", "single", len(sst.SST5_LABELS), sst.SST5_LABELS,
+                      _TRAIN_DEV_TEST, "sst_ptb_trees"),
+          _read_sst5_phrases)
+_register(DatasetInfo("sst2_trees", "single", len(sst.SST2_LABELS), sst.SST2_LABELS,
+                      _TRAIN_DEV_TEST, "sst_ptb_trees"),
+          _file_per_split(functools.partial(sst.read_sst_trees, binary=True), _SST_TREE_FILES))
+
+for _name, _corpus in senteval_binary.CORPORA.items():
+    _register(DatasetInfo(_name, "single", len(_corpus.label_names), _corpus.label_names,
+                          ("all",), _name),
+              _binary_corpus(_name))
+
+_register(DatasetInfo("snli", "pair", len(snli.NLI_LABELS), snli.NLI_LABELS, _TRAIN_DEV_TEST,
+                      "snli"),
+          _read_snli)
+_register(DatasetInfo("multi30k", "translation", None, None, _TRAIN_DEV_TEST, "multi30k"),
+          multi30k.read_multi30k)
+_register(DatasetInfo("ud_ewt", "tagging", None, None, _TRAIN_DEV_TEST, "ud_english_ewt"),
+          _read_ud_ewt)
+_register(DatasetInfo("ptb_sample", "tagging", None, None, ("all",), "nltk_treebank"),
+          _read_ptb_sample)
+
+for _year, _subsets in sts.SUBSETS.items():
+    _register(DatasetInfo(f"sts{_year % 100}", "relatedness", None, None, _subsets,
+                          sts.YEAR_FOLDERS[_year], score_range=sts.SCORE_RANGE),
+              sts.read_sts_subset)
+_register(DatasetInfo("stsb", "relatedness", 6, None, sts.STSB_SPLITS, sts.STSB_FOLDER,
+                      score_range=sts.SCORE_RANGE),
+          _file_per_split(sts.read_stsb, {split: f"sts-{split}.csv" for split in sts.STSB_SPLITS}))
+
+_register(DatasetInfo("synthetic", "single", 2, ("negative", "positive"), _TRAIN_DEV_TEST, None),
+          _read_synthetic)
