@@ -1,0 +1,15 @@
+"""Syntax structures: trees in, fixed-shape integer arrays out (shared/spec/structures.md).
+
+- `trees`: `Tree` (constituency), `DependencyTree`, the PTB bracket format.
+- `formats`: CoNLL-U, the NLTK Penn Treebank sample zips, bracket-per-line files.
+- `derive`: a phrase tree from a dependency tree (for PSAN without a constituency parser).
+- `psan`: PSAN segment ids per level and phrase lists (`segments`, `blocks`).
+- `relations`: Dependency-Transformer relation ids and levels.
+- `hypernodes`: PhraseTransformer hypernodes and their adjacency (built on device).
+- `stats`: PSAN Table 1 statistics (`python -m jaxenc.structures.stats`).
+- `parsers`, `cache`: parser back-ends for sentences without trees, and their on-disk cache.
+"""
+
+from jaxenc.structures.trees import DependencyTree, Tree, parse_bracketed
+
+__all__ = ["DependencyTree", "Tree", "parse_bracketed"]

@@ -1,0 +1,100 @@
+"""PSAN Table 1 statistics of a tree corpus: phrases per sentence and words per phrase per level.
+
+    python -m jaxenc.structures.stats --trees sst_ptb_trees/{train,dev,test}.txt
+    python -m jaxenc.structures.stats --conllu ud_english_ewt/en_ewt-ud-dev.conllu
+
+Prints a markdown table with the PSAN paper's SST-5 row beside the measured one, so the division
+(jaxenc.structures.psan, shared/spec/structures.md) can be checked against the paper. Phrases per
+sentence is the mean of P_t over sentences; words per phrase is all words over all phrases of the
+level (each phrase weighted equally).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jaxenc.data.records import Sentence
+from jaxenc.structures import psan
+from jaxenc.structures.derive import derive_tree
+from jaxenc.structures.formats import read_bracketed, read_conllu
+from jaxenc.structures.trees import DependencyTree, Tree
+
+# Wu et al. (2018), Table 1, SST-5 (11855 sentences), levels 1-3.
+PAPER_SST5_PHRASES = (2.00, 3.53, 6.10)
+PAPER_SST5_WORDS = (10.08, 5.71, 3.31)
+
+
+@dataclasses.dataclass(frozen=True)
+class DivisionStats:
+    """Averages over a corpus, one entry per level 1..T."""
+
+    sentences: int
+    phrases_per_sentence: tuple[float, ...]
+    words_per_phrase: tuple[float, ...]
+
+
+def division_stats(trees: Iterable[Tree], num_levels: int = 3, min_split_len: int = 4,
+                   binarize: bool = True) -> DivisionStats:
+    """Table 1 columns for `trees` divided by `psan.segments` with these settings."""
+    divisions = [psan.segments(tree, num_levels, min_split_len, binarize) for tree in trees]
+    counts = np.array([ids.max(axis=1) + 1 for ids in divisions], dtype=np.int64)  # [N, T]
+    words = sum(ids.shape[1] for ids in divisions)
+    return DivisionStats(len(divisions), tuple(counts.mean(axis=0).round(2).tolist()),
+                         tuple((words / counts.sum(axis=0)).round(2).tolist()))
+
+
+def markdown_table(name: str, stats: DivisionStats) -> str:
+    """The measured row and the paper's SST-5 row as a markdown table."""
+    levels = range(1, len(stats.phrases_per_sentence) + 1)
+    header = (["trees", "sentences"] + [f"phrases/sent. L{t}" for t in levels]
+              + [f"words/phrase L{t}" for t in levels])
+
+    def row(label: str, count: int, phrases: Sequence[float], words: Sequence[float]) -> str:
+        cells = [label, str(count)] + [f"{value:.2f}" for value in (*phrases, *words)]
+        return "| " + " | ".join(cells) + " |"
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+             row(name, stats.sentences, stats.phrases_per_sentence, stats.words_per_phrase)]
+    if len(stats.phrases_per_sentence) == len(PAPER_SST5_PHRASES):
+        lines.append(row("PSAN paper, SST-5", 11855, PAPER_SST5_PHRASES, PAPER_SST5_WORDS))
+    return "\n".join(lines)
+
+
+def _derived_trees(sentences: list[Sentence], path: str) -> tuple[list[Tree], int]:
+    derived = [derive_tree(DependencyTree.from_sentence(sentence, source=f"{path} #{number}"))
+               for number, sentence in enumerate(sentences, start=1)]
+    return [item.tree for item in derived], sum(item.non_projective for item in derived)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m jaxenc.structures.stats",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--trees", nargs="+", required=True,
+                        help="bracket-per-line tree files (or CoNLL-U files with --conllu)")
+    parser.add_argument("--conllu", action="store_true",
+                        help="the files are CoNLL-U; phrases are derived from dependency subtrees")
+    parser.add_argument("--levels", type=int, default=3)
+    parser.add_argument("--min-split-len", type=int, default=4)
+    parser.add_argument("--no-binarize", action="store_true", help="divide n-ary trees as they are")
+    args = parser.parse_args(argv)
+    trees, non_projective = [], 0
+    for path in args.trees:
+        if args.conllu:
+            derived, count = _derived_trees(read_conllu(path), path)
+            trees += derived
+            non_projective += count
+        else:
+            trees += read_bracketed(path)
+    stats = division_stats(trees, args.levels, args.min_split_len, not args.no_binarize)
+    print(markdown_table(" + ".join(Path(path).name for path in args.trees), stats))
+    if args.conllu:
+        print(f"\nnon-projective subtrees (covering span used): {non_projective}")
+
+
+if __name__ == "__main__":
+    main()
