@@ -24,13 +24,22 @@ _TEXT_COMMENT = re.compile(r"#\s*text\s*=(.*)")
 _MULTIWORD_OR_EMPTY_NODE = re.compile(r"\d+[-.]\d+")
 
 
+def _existing(path: str | os.PathLike) -> Path:
+    """`path` as a Path; DataError naming it when the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path,
+                        fix="check the path (datasets: --config.data_dir / $JAXENC_DATA_DIR)")
+    return path
+
+
 def read_conllu(path: str | os.PathLike) -> list[Sentence]:
     """The sentences of a CoNLL-U file: tokens (FORM), heads, deprels, tags (XPOS), `# text`.
 
     A column that is `_` for every word of a sentence becomes None (e.g. no XPOS). Raises DataError
     naming the file and line for a row without 10 columns, a bad ID sequence or a non-integer head.
     """
-    path = Path(path)
+    path = _existing(path)
     sentences, rows, text = [], [], None
     with open(path, encoding="utf-8") as lines:
         for line_number, line in enumerate(lines, start=1):
@@ -115,7 +124,7 @@ def read_bracketed(path: str | os.PathLike) -> list[Tree]:
     Errors name the file, line and character position.
     """
     trees = []
-    with open(path, encoding="utf-8") as lines:
+    with open(_existing(path), encoding="utf-8") as lines:
         for line_number, line in enumerate(lines, start=1):
             if line.strip():
                 trees.append(parse_bracketed(line, source=f"{path}:{line_number}"))
@@ -139,7 +148,8 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
     StructureError naming the file and sentence when the two disagree.
     """
     sentences = []
-    with zipfile.ZipFile(mrg_zip) as mrg_archive, zipfile.ZipFile(dp_zip) as dp_archive:
+    with zipfile.ZipFile(_existing(mrg_zip)) as mrg_archive, \
+            zipfile.ZipFile(_existing(dp_zip)) as dp_archive:
         dp_names = {PurePosixPath(name).stem: name for name in dp_archive.namelist()
                     if name.endswith(".dp")}
         mrg_names = sorted(name for name in mrg_archive.namelist()
