@@ -1,0 +1,275 @@
+"""Multi-dimensional (feature-wise) attention: token2token with any mask, and source2token.
+
+DiSAN (Shen et al., 2018) eq. 10-11 and 15 (token2token), eq. 12-13 (source2token); PSAN (Wu et
+al., 2018) eq. 1-2 and 5 reuse them with another score activation. Index convention: row j is the
+query, column i the key (as in the authors' code). For one sentence of n tokens, d features:
+
+    f_ji  = score(Q_j + K_i)                     Q = x W_q,  K = x W_k + b            [n, n, d]
+    out_j = sum_i softmax_i(f_ji + M_ji) ⊙ V_i    softmax over keys, separately per feature
+
+M_ji = 0 where `mask[j, i]` is True and -inf elsewhere; a query with no valid key outputs zeros.
+
+Two implementations of the same function (`impl`):
+- "dense": the [n, n, d] score tensor at once (the authors' formulation; simple, O(n^2 d) memory).
+- "blocked": a loop over blocks of queries that never holds more than [block, n, d] for one
+  example; `jax.checkpoint` makes the backward pass recompute each block instead of storing it.
+  When the scores are bounded (scaled tanh: |f| < c) the exponentials need no max-subtraction, so
+  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. On a CPU examples are visited one
+  at a time, so each block stays in cache (memory traffic of the dense tensor is the bottleneck):
+  bench/bench_disan.py measures it faster than dense at every length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jaxenc.errors import ConfigError
+from jaxenc.layers.masks import masked_softmax
+
+GLOROT_UNIFORM = nn.initializers.glorot_uniform()
+DIRECTIONS = ("forward", "backward", "diag", "none")
+IMPLEMENTATIONS = ("auto", "dense", "blocked")
+# exp(f) without a shift stays a normal, finite float32 (also summed over keys) while |f| <= this.
+FUSED_EXP_LIMIT = 60.0
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "elu": nn.elu,
+    "relu": nn.relu,
+    "selu": nn.selu,
+    "tanh": jnp.tanh,
+    "sigmoid": nn.sigmoid,
+    "linear": lambda x: x,
+}
+
+
+def get_activation(name: str) -> Callable[[jax.Array], jax.Array]:
+    """The elementwise activation called `name` (one of ACTIVATIONS)."""
+    if name not in ACTIVATIONS:
+        raise ConfigError(f"unknown activation {name!r} (fix: use one of {', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
+
+
+def score_function(name: str, c: float = 5.0) -> tuple[Callable[[jax.Array], jax.Array],
+                                                       float | None]:
+    """(elementwise score activation, bound B with |score| < B, or None when unbounded).
+
+    "scaled_tanh" is DiSAN's c * tanh(z / c) (eq. 15), bounded by c; any name of ACTIVATIONS is
+    used as is (PSAN eq. 1 uses "elu") and treated as unbounded.
+    """
+    if name == "scaled_tanh":
+        return (lambda z: c * jnp.tanh(z / c)), float(c)
+    return get_activation(name), None
+
+
+@flax.struct.dataclass
+class DirectionalMask:
+    """Structured token2token mask built on the fly from positions (no [n, n] array needed).
+
+    Query j may attend key i iff i < length and the direction allows it: forward i < j (earlier
+    keys, DiSAN eq. 17), backward i > j (eq. 18), diag i != j (eq. 16), none: any key.
+    `lengths` int[...] (one per sentence); rows get the shape lengths.shape + [q, n].
+    """
+
+    lengths: jax.Array
+    direction: str = flax.struct.field(pytree_node=False)
+
+    def __post_init__(self):
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"unknown attention direction {self.direction!r} "
+                              f"(fix: use one of {', '.join(DIRECTIONS)})")
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        """bool[..., q, num_keys]: the mask rows of the queries at positions query_index int[q]."""
+        queries = query_index[:, None]
+        keys = jnp.arange(num_keys)[None, :]
+        if self.direction == "forward":
+            allowed = keys < queries
+        elif self.direction == "backward":
+            allowed = keys > queries
+        elif self.direction == "diag":
+            allowed = keys != queries
+        else:
+            allowed = jnp.ones((len(query_index), num_keys), bool)
+        return allowed & (keys < jnp.asarray(self.lengths)[..., None, None])
+
+    def matrix(self, num_keys: int) -> jax.Array:
+        """bool[..., n, n]: the whole mask (queries are rows)."""
+        return self.rows(jnp.arange(num_keys), num_keys)
+
+
+Mask = jax.Array | DirectionalMask
+"""bool[n, n] (True: query j may attend key i) or a DirectionalMask; batched: leading [B]."""
+
+
+def mask_rows(mask: Mask, query_index: jax.Array, num_keys: int) -> jax.Array:
+    """bool[q, num_keys]: rows `query_index` int[q] of one sentence's mask (clipped in range)."""
+    if isinstance(mask, DirectionalMask):
+        return mask.rows(query_index, num_keys)
+    return jnp.take(mask, query_index, axis=0, mode="clip")
+
+
+def _attend(queries: jax.Array, keys: jax.Array, values: jax.Array, rows: jax.Array,
+            score_fn: Callable[[jax.Array], jax.Array], *, fused: bool,
+            key_axis: int) -> jax.Array:
+    """queries [q, d], keys/values [n, d], rows bool[q, n] -> [q, d].
+
+    The scores are [q, n, d] (key_axis=1, the authors' layout) or [n, q, d] (key_axis=0: XLA:CPU
+    reduces a [block, n, d] chunk over its leading axis ~15x slower than over the others, and the
+    backward pass reduces over queries). fused: one pass accumulating sum_i e^f ⊙ v_i and
+    sum_i e^f, valid when |f| <= FUSED_EXP_LIMIT; otherwise a max-subtracted softmax.
+    """
+    query_axis = 1 - key_axis
+    scores = score_fn(jnp.expand_dims(queries, key_axis) + jnp.expand_dims(keys, query_axis))
+    valid = jnp.moveaxis(rows, 1, key_axis)[..., None]
+    values = jnp.expand_dims(values, query_axis)
+    if not fused:
+        probs = masked_softmax(scores, valid, axis=key_axis)
+        return jnp.sum(probs * values, axis=key_axis)
+    weights = jnp.where(valid, jnp.exp(scores), 0.0)
+    total = jnp.sum(weights, axis=key_axis)
+    weighted = jnp.sum(weights * values, axis=key_axis)
+    return weighted / jnp.where(total > 0, total, 1.0)  # rows with no valid key give zeros
+
+
+def token2token_dense(queries: jax.Array, keys: jax.Array, values: jax.Array, mask: Mask, *,
+                      score_fn: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """One sentence: queries, keys, values [n, d], mask [n, n] -> [n, d], all [n, n, d] scores."""
+    n = queries.shape[0]
+    rows = mask_rows(mask, jnp.arange(n), n)
+    return _attend(queries, keys, values, rows, score_fn, fused=False, key_axis=1)
+
+
+def token2token_blocked(queries: jax.Array, keys: jax.Array, values: jax.Array, mask: Mask, *,
+                        score_fn: Callable[[jax.Array], jax.Array], score_bound: float | None,
+                        block_size: int) -> jax.Array:
+    """One sentence, as `token2token_dense`, holding at most [block_size, n, d] at a time.
+
+    Queries are padded to a multiple of the block (the extra rows are computed and dropped); a
+    sentence shorter than block_size is one block of n queries.
+    """
+    n, d = queries.shape
+    block_size = min(block_size, n)
+    num_blocks = -(-n // block_size)
+    padded = num_blocks * block_size
+    query_blocks = jnp.pad(queries, ((0, padded - n), (0, 0))).reshape(num_blocks, block_size, d)
+    starts = jnp.arange(num_blocks) * block_size
+    fused = score_bound is not None and score_bound <= FUSED_EXP_LIMIT
+
+    @jax.checkpoint
+    def attend_block(block: tuple[jax.Array, jax.Array]) -> jax.Array:
+        block_queries, start = block
+        rows = mask_rows(mask, start + jnp.arange(block_size), n)
+        return _attend(block_queries, keys, values, rows, score_fn, fused=fused, key_axis=0)
+
+    outputs = jax.lax.map(attend_block, (query_blocks, starts))  # [num_blocks, block_size, d]
+    return outputs.reshape(padded, d)[:n]
+
+
+def resolve_impl(impl: str, length: int, blocked_threshold: int) -> str:
+    """"dense" or "blocked"; "auto" picks blocked from `blocked_threshold` tokens up."""
+    if impl not in IMPLEMENTATIONS:
+        raise ConfigError(f"unknown attention_impl {impl!r} "
+                          f"(fix: use one of {', '.join(IMPLEMENTATIONS)})")
+    if impl == "auto":
+        return "blocked" if length >= blocked_threshold else "dense"
+    return impl
+
+
+def examples_per_step(batch: int) -> int:
+    """How many examples one step of the blocked loop handles: 1 on a CPU (each block stays in
+    cache; measured 1.7x faster than the whole batch at once), the whole batch on accelerators."""
+    return 1 if jax.default_backend() == "cpu" else batch
+
+
+def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array, mask: Mask, *,
+                         score_fn: Callable[[jax.Array], jax.Array], score_bound: float | None,
+                         impl: str = "auto", block_size: int = 16, blocked_threshold: int = 16,
+                         batch_per_step: int | None = None) -> jax.Array:
+    """Batched token2token attention: queries, keys, values [B, n, d], mask [B, n, n] -> [B, n, d].
+
+    keys already include the score bias. The dense version is vmapped over the batch; the blocked
+    one visits `batch_per_step` examples at a time (default: `examples_per_step`).
+    """
+    if resolve_impl(impl, queries.shape[1], blocked_threshold) == "dense":
+        return jax.vmap(partial(token2token_dense, score_fn=score_fn))(queries, keys, values, mask)
+    per_example = partial(token2token_blocked, score_fn=score_fn, score_bound=score_bound,
+                          block_size=block_size)
+    per_step = batch_per_step or examples_per_step(queries.shape[0])
+    return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
+                       batch_size=None if per_step == 1 else per_step)
+
+
+class DropoutDense(nn.Module):
+    """Dense layer whose INPUT is dropped out during training (keep_prob), as in the DiSAN code.
+
+    [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias.
+    """
+
+    features: int
+    use_bias: bool = True
+    keep_prob: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
+        x = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
+        kernel = self.param("kernel", GLOROT_UNIFORM, (x.shape[-1], self.features))
+        y = jnp.dot(x, kernel)
+        if self.use_bias:
+            y = y + self.param("bias", nn.initializers.zeros, (self.features,))
+        return y
+
+
+class Token2TokenAttention(nn.Module):
+    """Multi-dimensional token2token self-attention (DiSAN eq. 15 and 11, PSAN eq. 1-2).
+
+    x [B, n, d] -> [B, n, d]: f_ji = score(W_q x_j + W_k x_i + b) + M_ji, out_j = sum_i P^j_i ⊙ x_i.
+    The two projections have no bias and share one dropout of their input; the values are the
+    undropped inputs. `score`: "scaled_tanh" (c * tanh(z / c)) or an activation name.
+    """
+
+    score: str = "scaled_tanh"
+    c: float = 5.0
+    keep_prob: float = 1.0
+    impl: str = "auto"
+    block_size: int = 16
+    blocked_threshold: int = 16
+
+    @nn.compact
+    def __call__(self, x: jax.Array, mask: Mask, *, train: bool) -> jax.Array:
+        """x [B, n, d]; mask bool[B, n, n] or DirectionalMask(lengths int[B]) -> [B, n, d]."""
+        features = x.shape[-1]
+        dropped = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
+        keys = DropoutDense(features, use_bias=False, name="key")(dropped, train=train)
+        queries = DropoutDense(features, use_bias=False, name="query")(dropped, train=train)
+        bias = self.param("score_bias", nn.initializers.zeros, (features,))
+        score_fn, score_bound = score_function(self.score, self.c)
+        return multidim_token2token(queries, keys + bias, x, mask, score_fn=score_fn,
+                                    score_bound=score_bound, impl=self.impl,
+                                    block_size=self.block_size,
+                                    blocked_threshold=self.blocked_threshold)
+
+
+class Source2Token(nn.Module):
+    """Multi-dimensional source2token self-attention (DiSAN eq. 12-13, PSAN eq. 5).
+
+    x [B, n, d], valid bool[B, n] -> [B, d]: f(x_i) = W sigma(W_1 x_i + b_1) + b,
+    s = sum_i softmax_i(f(x_i)) ⊙ x_i over valid i, separately per feature (zeros if none valid).
+    """
+
+    activation: str = "elu"
+    keep_prob: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, valid: jax.Array, *, train: bool) -> jax.Array:
+        features = x.shape[-1]
+        hidden = DropoutDense(features, keep_prob=self.keep_prob, name="hidden")(x, train=train)
+        hidden = get_activation(self.activation)(hidden)
+        scores = DropoutDense(features, keep_prob=self.keep_prob, name="score")(hidden, train=train)
+        probs = masked_softmax(scores, valid[..., None], axis=-2)
+        return jnp.sum(probs * x, axis=-2)
