@@ -87,7 +87,9 @@ def check_epoch(features, batches):
     for batch in batches:
         length = batch[f"{roles[0]}/tokens"].shape[1]
         assert length in BUCKETS
-        assert set(batch) == set(features[0]) | {f"{r}/lengths" for r in roles} | {"weight"}
+        assert set(batch) == (set(features[0]) | {f"{r}/lengths" for r in roles}
+                              | {"weight", "index"})
+        chex.assert_type(batch["index"], np.int32)
         chex.assert_type(batch["weight"], np.float32)
         for role in roles:
             chex.assert_shape(batch[f"{role}/lengths"], (BATCH,))
@@ -96,6 +98,7 @@ def check_epoch(features, batches):
             real = batch["weight"][row] == 1.0
             assert real or batch["weight"][row] == 0.0
             example = features[int(batch["label"][row])] if real else None
+            assert batch["index"][row] == (int(batch["label"][row]) if real else -1)
             if real:
                 order.append(int(batch["label"][row]))
                 assert smallest_bucket(example_length(example)) == length

@@ -4,7 +4,8 @@ Per-example features are flat dicts of numpy arrays at natural length; keys are
 `"<role>/<field>"` for a sentence's fields (`sentence/tokens`, `first/relations`, ...) and
 `"<field>"` for the example's own (`label`, `score`). Every field pads by the rule `PAD_RULES`
 declares for its name; a field without a rule is an error. A batch adds `"<role>/lengths"`
-int32[B] (the real token count of each row) and `"weight"` float32[B] (0 for filler rows).
+int32[B] (the real token count of each row), `"weight"` float32[B] (0 for filler rows) and
+`"index"` int32[B] (the example's position in `features`, -1 for filler rows).
 
 Each epoch follows a plan that depends only on (seed, epoch): examples are grouped by the
 smallest bucket length holding their longest role, shuffled within the bucket, cut into batches
@@ -46,6 +47,7 @@ PAD_RULES: dict[str, PadRule] = {
     "fine_label": (0, ()),
     "score": (0.0, ()),
     "weight": (0.0, ()),
+    "index": (-1, ()),
 }
 _LEVEL_INDEX = re.compile(r"_\d+$")
 
@@ -250,6 +252,8 @@ class Batcher:
             batch[f"{role}/lengths"] = _filled(lengths[rows], self.batch_size, np.int32)
         if "weight" not in batch:
             batch["weight"] = _filled(np.ones(len(rows)), self.batch_size, np.float32)
+        batch["index"] = np.full(self.batch_size, -1, np.int32)
+        batch["index"][:len(rows)] = rows
         return batch
 
 
