@@ -16,11 +16,11 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     if not value:
         raise DataError(
             "no data folder given",
-            fix=f"pass --config.data_dir=DIR or set {DATA_DIR_ENV}=DIR "
+            fix=f"pass --config.data.data_dir=DIR or set {DATA_DIR_ENV}=DIR "
             "(a folder laid out like shared/data: sick/, trec/, sst_ptb_trees/, ...)",
         )
     path = Path(value).expanduser()
     if not path.is_dir():
         raise DataError("data folder does not exist", path=path,
-                        fix=f"point --config.data_dir or {DATA_DIR_ENV} at an existing folder")
+                        fix=f"point --config.data.data_dir or {DATA_DIR_ENV} at an existing folder")
     return path

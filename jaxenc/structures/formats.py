@@ -29,7 +29,7 @@ def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
     if not path.is_file():
         raise DataError("file not found", path=path,
-                        fix="check the path (datasets: --config.data_dir / $JAXENC_DATA_DIR)")
+                        fix="check the path (datasets: --config.data.data_dir / $JAXENC_DATA_DIR)")
     return path
 
 

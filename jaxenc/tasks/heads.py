@@ -1,0 +1,129 @@
+"""Task heads on top of sentence / token encodings (spec: heads_and_eval.md).
+
+B batch, D sentence width, L token positions, K classes, T target positions, V target vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxenc.errors import ConfigError
+from jaxenc.layers.embed import WordEmbed
+from jaxenc.layers.masks import length_mask
+from jaxenc.layers.transformer import (
+    DEFAULT_KERNEL_INIT,
+    DecoderBlock,
+    causal_mask,
+    padding_attention_mask,
+    sinusoidal_positions,
+)
+
+ACTIVATIONS = {"elu": nn.elu, "relu": nn.relu, "tanh": jnp.tanh}
+
+# Pair feature name -> f(u, v). SentEval: "|u-v|,u*v"; InferSent/SNLI: "u,v,|u-v|,u*v";
+# DiSAN/PSAN NLI: "u,v,u-v,u*v" (signed difference).
+PAIR_FEATURES = {
+    "u": lambda u, v: u,
+    "v": lambda u, v: v,
+    "u-v": lambda u, v: u - v,
+    "|u-v|": lambda u, v: jnp.abs(u - v),
+    "u*v": lambda u, v: u * v,
+}
+
+
+def parse_pair_features(spec: str) -> tuple[str, ...]:
+    """"u,v,|u-v|,u*v" -> ("u", "v", "|u-v|", "u*v"); ConfigError on an unknown name."""
+    names = tuple(name.strip() for name in spec.split(",") if name.strip())
+    unknown = [name for name in names if name not in PAIR_FEATURES]
+    if unknown or not names:
+        raise ConfigError(f"task.pair_features={spec!r}: unknown feature(s) {unknown} (fix: a "
+                          f"comma-separated list of {', '.join(PAIR_FEATURES)})")
+    return names
+
+
+def pair_features(u: jax.Array, v: jax.Array, names: Sequence[str]) -> jax.Array:
+    """u, v [B, D] -> [B, len(names) * D], the named features concatenated in order."""
+    return jnp.concatenate([PAIR_FEATURES[name](u, v) for name in names], axis=-1)
+
+
+class ClassifierHead(nn.Module):
+    """features [..., F] -> logits [..., K]: (Dropout, Dense, activation)* then Dropout, Dense."""
+
+    num_classes: int
+    hidden_dims: Sequence[int] = (300,)
+    activation: str = "elu"
+    dropout_rate: float = 0.0
+
+    @nn.compact
+    def __call__(self, features: jax.Array, *, train: bool) -> jax.Array:
+        drop = nn.Dropout(self.dropout_rate, deterministic=not train)
+        h = features
+        for i, width in enumerate(self.hidden_dims):
+            h = nn.Dense(width, kernel_init=DEFAULT_KERNEL_INIT, name=f"hidden_{i}")(drop(h))
+            h = ACTIVATIONS[self.activation](h)
+        return nn.Dense(self.num_classes, kernel_init=DEFAULT_KERNEL_INIT, name="logits")(drop(h))
+
+
+class RelatednessHead(nn.Module):
+    """Tai et al. (2015): u, v [B, D] -> log p [B, K] over the K score classes.
+
+    h_x = u * v, h_+ = |u - v|, h_s = sigmoid(W_x h_x + W_+ h_+ + b), p = softmax(W_p h_s + b_p).
+    The prediction is y^ = sum_k score_k p_k (`expected_score`).
+    """
+
+    num_classes: int = 5
+    hidden_dim: int = 50
+
+    @nn.compact
+    def __call__(self, u: jax.Array, v: jax.Array) -> jax.Array:
+        dense = lambda width, name, bias=True: nn.Dense(
+            width, use_bias=bias, kernel_init=DEFAULT_KERNEL_INIT, name=name)
+        h_s = nn.sigmoid(dense(self.hidden_dim, "product")(u * v)
+                         + dense(self.hidden_dim, "distance", bias=False)(jnp.abs(u - v)))
+        return jax.nn.log_softmax(dense(self.num_classes, "logits")(h_s))
+
+
+def expected_score(log_probs: jax.Array, min_score: float = 1.0) -> jax.Array:
+    """log p [B, K] -> y^ = sum_k (min_score + k) p_k [B] (SICK: classes are the scores 1..5)."""
+    scores = min_score + jnp.arange(log_probs.shape[-1], dtype=log_probs.dtype)
+    return jnp.exp(log_probs) @ scores
+
+
+class TransformerDecoder(nn.Module):
+    """Target tokens [B, T] (shifted right, starting with BOS) + encoder memory -> logits [B, T, V].
+
+    Token embedding + sinusoidal positions, `num_layers` DecoderBlocks (causal self-attention,
+    attention over the encoder's token states with source padding masked, FFN), Dense over V.
+    """
+
+    vocab_size: int
+    model_dim: int = 256
+    num_layers: int = 1
+    num_heads: int = 4
+    ff_dim: int = 512
+    dropout_rate: float = 0.1
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
+                 memory_lengths: jax.Array, *, train: bool) -> jax.Array:
+        """inputs int32[B, T], input_lengths int32[B], memory [B, S, D_m], memory_lengths [B]."""
+        length = inputs.shape[1]
+        y = WordEmbed(self.vocab_size, self.model_dim, name="embed")(inputs)
+        y = y + sinusoidal_positions(length, self.model_dim)
+        y = nn.Dropout(self.dropout_rate)(y, deterministic=not train)
+        if memory.shape[-1] != self.model_dim:
+            memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT,
+                              name="memory_projection")(memory)
+        self_mask = causal_mask(length) & padding_attention_mask(
+            input_lengths, length, input_lengths, length)
+        memory_mask = padding_attention_mask(input_lengths, length, memory_lengths,
+                                             memory.shape[1])
+        for layer in range(self.num_layers):
+            y = DecoderBlock(self.num_heads, self.ff_dim, self.dropout_rate,
+                             name=f"layer_{layer}")(y, memory, self_mask, memory_mask, train=train)
+        y = y * length_mask(input_lengths, length)[..., None].astype(y.dtype)
+        return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, name="logits")(y)

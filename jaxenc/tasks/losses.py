@@ -1,0 +1,42 @@
+"""Per-example losses (device side). Batch means weighted by `weight` are taken in tasks.py."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+def classification_losses(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Softmax cross-entropy: logits [..., K], labels int[...] -> [...]."""
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels)
+
+
+def relatedness_target(scores: jax.Array, num_classes: int, min_score: float = 1.0) -> jax.Array:
+    """Tai et al. sparse target: scores [B] in [min_score, min_score + K - 1] -> p [B, K].
+
+    Class k stands for the score min_score + k (SICK: 1..5). With y the score's offset from
+    min_score, p_floor(y) = floor(y) - y + 1 and p_floor(y)+1 = y - floor(y): an integer score puts
+    all its mass on its class and E_p[score] = the score.
+    """
+    offset = scores - min_score
+    floor = jnp.floor(offset)
+    index = floor.astype(jnp.int32)
+    lower = jax.nn.one_hot(index, num_classes) * (floor - offset + 1)[:, None]
+    upper = jax.nn.one_hot(index + 1, num_classes) * (offset - floor)[:, None]
+    return lower + upper
+
+
+def kl_divergences(target: jax.Array, log_probs: jax.Array) -> jax.Array:
+    """KL(target || p) per row: target, log p [B, K] -> [B] (0 log 0 = 0)."""
+    return jnp.sum(jax.scipy.special.xlogy(target, target) - target * log_probs, axis=-1)
+
+
+def token_losses(logits: jax.Array, targets: jax.Array, label_smoothing: float = 0.0) -> jax.Array:
+    """Cross-entropy against targets smoothed by `label_smoothing`: logits [B, T, V] -> [B, T].
+
+    The smoothed target puts 1 - eps on the gold token and eps / V on every token.
+    """
+    vocab = logits.shape[-1]
+    smoothed = optax.smooth_labels(jax.nn.one_hot(targets, vocab), label_smoothing)
+    return optax.softmax_cross_entropy(logits, smoothed)

@@ -1,0 +1,438 @@
+"""The training job: data -> vocabulary -> features -> batches -> jitted steps over a mesh.
+
+`run(config, workdir)` trains the configured model, then each baseline of `config.baselines`
+(in workdir/baselines/<name>: same task, data and optimiser, another model section), and writes
+one results table and one curves plot for all of them. `train_and_evaluate(config, workdir)` is
+one such training run:
+
+- evaluates on dev every `train.eval_every` steps (0: once per epoch) and at the end, keeps the
+  `checkpoint.best_k` best parameter sets by the task's primary metric, stops after
+  `train.patience` evaluations without improvement (0: never), then evaluates the best parameters
+  on dev and test;
+- saves the full state every `checkpoint.every` steps (0: at every evaluation) and resumes from
+  the latest checkpoint in `workdir` automatically: params, optimiser state, step, RNG key and the
+  data position (epoch, batch index), so a resumed run continues exactly like an uninterrupted one;
+- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import flax.linen as nn
+import jax
+import ml_collections
+import numpy as np
+import optax
+import tqdm
+from jax.sharding import Mesh
+
+from jaxenc.data import registry
+from jaxenc.data.batching import Batcher, bucket_lengths
+from jaxenc.data.embeddings import load_vectors
+from jaxenc.data.featurize import Featurizer, tag_index
+from jaxenc.data.records import Example
+from jaxenc.data.vocab import Vocabulary
+from jaxenc.errors import ConfigError
+from jaxenc.models import registry as models
+from jaxenc.tasks.tasks import Task, build_task
+from jaxenc.training import checkpointing, report
+from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
+from jaxenc.training.sharding import (
+    check_batch_size,
+    initialize_distributed,
+    make_mesh,
+    replicated,
+    shard_batch,
+)
+from jaxenc.training.state import (
+    TrainState,
+    create_train_state,
+    init_params,
+    with_pretrained_embeddings,
+)
+from jaxenc.training.steps import EvalStep, make_eval_step, make_train_step, to_host
+
+log = logging.getLogger(__name__)
+
+EVAL_SPLITS = ("dev", "test")
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+    """Fails fast, before any data is read, on names the config gets wrong."""
+    if config.model.name not in models.ENCODERS:
+        raise ConfigError(f"unknown model {config.model.name!r} (fix: set --config.model.name to "
+                          f"one of {', '.join(models.ENCODERS)})")
+    if config.optim.name not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {config.optim.name!r} (fix: set "
+                          f"--config.optim.name to one of {', '.join(OPTIMIZERS)})")
+    if config.task.dataset not in registry.DATASETS:
+        raise ConfigError(f"unknown dataset {config.task.dataset!r} (fix: set "
+                          f"--config.task.dataset to one of {', '.join(registry.DATASETS)})")
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def _carve(examples: list[Example], fraction: float, seed: int,
+           split: str) -> tuple[list[Example], list[Example]]:
+    """(rest, carved): a seeded random `fraction` of `examples` split off as `split`."""
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"the dataset has no {split} split and task.{split}_fraction={fraction} "
+                          f"(fix: --config.task.{split}_fraction=0.1)")
+    order = np.random.default_rng(seed).permutation(len(examples))
+    cut = int(round(fraction * len(examples)))
+    return [examples[i] for i in order[cut:]], [examples[i] for i in order[:cut]]
+
+
+def _has_target(example: Example, kind: str) -> bool:
+    if kind in ("single", "pair"):
+        return example.label is not None
+    return example.score is not None if kind == "relatedness" else True
+
+
+def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
+    """train / dev / test examples with a target. A split the dataset lacks is carved from train
+    (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
+    test_fraction, deterministically given train.seed."""
+    info = registry.DATASETS[config.task.dataset]
+    load = lambda split: registry.load(info.name, split, config.data.data_dir or None)
+    train = load("train" if "train" in info.splits else info.splits[0])
+    splits = {}
+    for split in ("test", "dev"):
+        if split in info.splits:
+            splits[split] = load(split)
+        else:
+            train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
+                                          config.train.seed, split)
+    splits["train"] = train
+    for name, examples in splits.items():
+        kept = [e for e in examples if _has_target(e, info.kind)]
+        if len(kept) < len(examples):
+            log.info("%s: dropped %d examples without a target", name, len(examples) - len(kept))
+        splits[name] = kept
+    return splits
+
+
+def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
+                       data_cfg: ml_collections.ConfigDict) -> dict[str, Vocabulary]:
+    """"vocab" (inputs) and, for seq2seq, "target_vocab": loaded from workdir when a previous run
+    saved them (resuming), else built from the training examples."""
+    sources = {"vocab": lambda: (s.tokens for e in train for s in e.sentences)}
+    if kind == "translation":
+        sources["target_vocab"] = lambda: (e.target.tokens for e in train)
+    vocabularies = {}
+    for name, token_lists in sources.items():
+        saved = workdir / f"{name}.txt"
+        vocabularies[name] = (
+            Vocabulary.load(saved, lowercase=data_cfg.lowercase) if saved.is_file()
+            else Vocabulary.build(token_lists(), min_count=data_cfg.min_count,
+                                  max_size=data_cfg.max_vocab or None,
+                                  lowercase=data_cfg.lowercase))
+    if kind == "unlabelled":  # autoencoding: the target is the input
+        vocabularies["target_vocab"] = vocabularies["vocab"]
+    return vocabularies
+
+
+def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
+                  seed: int) -> dict[str, Batcher]:
+    """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
+    extended so that no evaluation example is dropped."""
+    batchers = {"train": Batcher(features["train"], batch_size=data_cfg.batch_size,
+                                 buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
+                                 shuffle=True, seed=seed, max_length=data_cfg.max_length)}
+    for split in EVAL_SPLITS:
+        longest = max(len(value) for example in features[split]
+                      for key, value in example.items() if key.endswith("/tokens"))
+        buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
+        batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
+                                  buckets=buckets, shuffle=False)
+    return batchers
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
+             mesh: Mesh) -> dict[str, float]:
+    """The task's metrics over every real example of `batcher` (filler rows left out)."""
+    collected = collections.defaultdict(list)
+    for batch in batcher.epoch(0):
+        outputs = to_host(eval_step(params, shard_batch(batch, mesh)))
+        real = batch["weight"] > 0
+        for key, value in outputs.items():
+            collected[key].append(value[real])
+    return task.summarize({key: np.concatenate(parts) for key, parts in collected.items()})
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def count_params(params: dict) -> tuple[int, int]:
+    """(all parameters, parameters outside embedding tables)."""
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    total = sum(leaf.size for _, leaf in leaves)
+    tables = sum(leaf.size for path, leaf in leaves
+                 if getattr(path[-1], "key", None) == EMBEDDING_LEAF)
+    return total, total - tables
+
+
+@dataclasses.dataclass
+class Position:
+    """The loop's own resumable state, saved beside each checkpoint as JSON.
+
+    epoch, batch: where the next training batch comes from; top_scores: the best dev scores so far
+    (descending, at most checkpoint.best_k); best_step: the step of the best one;
+    evals_since_best: evaluations without improvement; stopped: early stopping fired;
+    train_seconds: training time so far, over all (resumed) runs.
+    """
+
+    epoch: int = 0
+    batch: int = 0
+    top_scores: list[float] = dataclasses.field(default_factory=list)
+    best_step: int = -1
+    evals_since_best: int = 0
+    stopped: bool = False
+    train_seconds: float = 0.0
+
+    def record_evaluation(self, step: int, score: float, patience: int, best_k: int) -> bool:
+        """Updates the best scores and the early-stopping counter (patience 0: never stops);
+        True when `score` is among the `best_k` best so far (its parameters are worth keeping)."""
+        if not self.top_scores or score > self.top_scores[0]:
+            self.best_step, self.evals_since_best = step, 0
+        else:
+            self.evals_since_best += 1
+        self.stopped = 0 < patience <= self.evals_since_best
+        if len(self.top_scores) == best_k and score <= self.top_scores[-1]:
+            return False
+        self.top_scores = sorted([*self.top_scores, score], reverse=True)[:best_k]
+        return True
+
+
+@dataclasses.dataclass
+class Setup:
+    """A run ready to train: batches, the task model, the optimiser, the initial state."""
+
+    config: ml_collections.ConfigDict
+    workdir: Path
+    info: registry.DatasetInfo
+    batchers: dict[str, Batcher]
+    task: Task
+    model: nn.Module
+    tx: optax.GradientTransformation
+    mesh: Mesh
+    state: TrainState
+    summary: str  # one line: what is trained on what
+
+
+def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
+            splits: dict[str, list[Example]]) -> Setup:
+    """Featurizes `splits` (from `load_splits`), builds the model, initialises the state (step 0)
+    and writes config.json and the vocabularies into `workdir` unless a previous run did."""
+    data_cfg, seed = config.data, config.train.seed
+    for batch_size in (data_cfg.batch_size, data_cfg.eval_batch_size):
+        check_batch_size(batch_size, mesh)
+    info = registry.DATASETS[config.task.dataset]
+    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg)
+    vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
+    encoder = models.build_encoder(config.model, len(vocab))
+    pretrained = found = None
+    if data_cfg.embeddings:
+        vectors = load_vectors(data_cfg.embeddings, vocab, oov=data_cfg.oov, seed=seed,
+                               lowercase_fallback=data_cfg.lowercase_fallback,
+                               expected_dim=config.model.embed_dim)
+        log.info("word vectors: %s", vectors.coverage)
+        pretrained, found = vectors.matrix, vectors.found if data_cfg.oov == "drop" else None
+    tags = tag_index(splits["train"]) if info.kind == "tagging" else None
+    featurizer = Featurizer(
+        kind=info.kind, vocab=vocab, model_cfg=config.model,
+        structure_fields=models.required_fields(encoder), prefix=models.prefix_tokens(encoder),
+        found=found, target_vocab=target_vocab, tags=tags,
+        lowercase_fallback=data_cfg.lowercase_fallback)
+    batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
+                             data_cfg, seed)
+    task = build_task(info.kind, config.task, num_classes=info.num_classes,
+                      min_score=info.score_range[0] if info.score_range else 1.0,
+                      num_tags=len(tags) if tags is not None else None,
+                      target_vocab_size=len(target_vocab) if target_vocab is not None else None)
+    model = task.build_model(encoder)
+
+    params = init_params(model, next(batchers["train"].epoch(0)), seed)
+    if pretrained is not None:
+        params = with_pretrained_embeddings(params, pretrained)
+    tx = build_optimizer(config.optim, params, data_cfg.freeze_embeddings)
+    state = create_train_state(params, tx, seed, replicated(mesh))
+    if jax.process_index() == 0 and not (workdir / checkpointing.CONFIG_FILE).is_file():
+        checkpointing.save_run_files(workdir, config, vocabularies)
+        if tags is not None:
+            (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
+    total, outside = count_params(params)
+    summary = (f"{config.model.name} on {info.name} ({info.kind}): "
+               f"{'/'.join(str(len(splits[s])) for s in ('train', 'dev', 'test'))} "
+               f"train/dev/test examples, vocabulary {len(vocab)}, {total:,} parameters "
+               f"({outside:,} outside embeddings), {mesh.size} device(s), batch "
+               f"{data_cfg.batch_size}, {batchers['train'].num_batches} steps per epoch")
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary)
+
+
+class _TrainLog:
+    """Averages the step statistics between log points and measures training throughput
+    (evaluation time excluded); writes "train" records and updates the progress bar."""
+
+    def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position):
+        self.metrics_log, self.bar, self.position = metrics_log, bar, position
+        self.pending: list[dict[str, jax.Array]] = []
+        self.examples = 0.0
+        self.restart_clock()
+
+    def restart_clock(self) -> None:
+        self.start = time.perf_counter()
+
+    def add(self, stats: dict[str, jax.Array], examples: float) -> None:
+        self.pending.append(stats)
+        self.examples += examples
+        self.bar.update(1)
+
+    def flush(self, step: int) -> None:
+        stats = jax.device_get(self.pending)
+        means = {key: float(np.mean([s[key] for s in stats])) for key in stats[0]}
+        seconds = time.perf_counter() - self.start
+        self.position.train_seconds += seconds
+        means["examples_per_second"] = self.examples / max(seconds, 1e-9)
+        self.metrics_log.write(step, "train", {"epoch": self.position.epoch, **means})
+        self.bar.set_postfix(loss=f"{means['loss']:.4f}",
+                             ex_per_s=f"{means['examples_per_second']:.0f}")
+        self.pending, self.examples = [], 0.0
+        self.restart_clock()
+
+
+def fit(setup: Setup, state: TrainState, position: Position,
+        checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position, int]:
+    """Trains from `state` / `position` to the end (or early stop); returns the final state and
+    position and how many shapes the train step compiled."""
+    config, mesh, task = setup.config, setup.mesh, setup.task
+    train_cfg, batcher = config.train, setup.batchers["train"]
+    total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
+    eval_every = train_cfg.eval_every or batcher.num_batches
+    checkpoint_every = config.checkpoint.every or eval_every
+    train_step = make_train_step(setup.model, task, setup.tx, mesh)
+    eval_step = make_eval_step(setup.model, task, mesh)
+    metrics_log = report.MetricsLog(setup.workdir / report.METRICS_FILE)
+    step = int(state.step)
+    bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
+                    desc=f"{config.model.name}/{setup.info.name}",
+                    disable=not train_cfg.progress_bar)
+    train_log = _TrainLog(metrics_log, bar, position)
+    while step < total_steps and not position.stopped:
+        for batch in batcher.epoch(position.epoch, position.batch):
+            state, stats = train_step(state, shard_batch(batch, mesh))
+            step, position.batch = step + 1, position.batch + 1
+            train_log.add(stats, float(batch["weight"].sum()))
+            if step % train_cfg.log_every == 0 or step == total_steps:
+                train_log.flush(step)
+            if step % eval_every == 0 or step == total_steps:
+                dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, mesh)
+                metrics_log.write(step, "dev", dev)
+                bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
+                score = dev[task.primary_metric]
+                if position.record_evaluation(step, score, train_cfg.patience,
+                                              config.checkpoint.best_k):
+                    checkpoints.save_best(state, score, {"step": step, **dev})
+                train_log.restart_clock()
+            if step % checkpoint_every == 0 or step == total_steps or position.stopped:
+                checkpoints.save(state, dataclasses.asdict(position))
+            if step >= total_steps or position.stopped:
+                break
+        else:
+            position.epoch, position.batch = position.epoch + 1, 0
+    bar.close()
+    if position.stopped:
+        log.info("early stopping at step %d: no dev improvement in %d evaluations", step,
+                 train_cfg.patience)
+    return state, position, train_step._cache_size()
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
+                       mesh: Mesh | None = None,
+                       splits: dict[str, list[Example]] | None = None) -> dict[str, Any]:
+    """Trains one model on one task in `workdir` (module docstring) and returns its results row:
+    model, dataset, parameter counts, steps, best step, dev primary metric, test metrics,
+    training seconds and the number of shapes the train step compiled in this process.
+    `splits` are the examples when already loaded (`run` shares them with the baselines)."""
+    workdir = Path(workdir)
+    validate(config)
+    checkpointing.check_compatible(workdir, config)
+    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh,
+                    load_splits(config) if splits is None else splits)
+    checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
+                                            config.checkpoint.best_k)
+    state, position = setup.state, Position()
+    restored = checkpoints.restore_latest(state)
+    if restored is not None:
+        state, position = restored[0], Position(**restored[1])
+        log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
+                 position.batch)
+    log.info("%s -> %s", setup.summary, workdir)
+    state, position, compiled = fit(setup, state, position, checkpoints)
+
+    checkpoints.wait()
+    best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
+    checkpoints.close()
+    eval_step = make_eval_step(setup.model, setup.task, setup.mesh)
+    final = {split: evaluate(eval_step, best, setup.batchers[split], setup.task, setup.mesh)
+             for split in EVAL_SPLITS}
+    report.MetricsLog(workdir / report.METRICS_FILE).write(position.best_step, "test",
+                                                           final["test"])
+    total, outside = count_params(state.params)
+    metric = setup.task.primary_metric
+    return {
+        "model": config.model.name, "dataset": setup.info.name,
+        "params": total, "params w/o embeddings": outside,
+        "steps": int(state.step), "best step": position.best_step,
+        f"dev {metric}": final["dev"][metric],
+        **{f"test {name}": value for name, value in final["test"].items() if name != "loss"},
+        "train s": round(position.train_seconds), "compiled shapes": compiled,
+        "workdir": str(workdir),
+    }
+
+
+def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str, Any]]:
+    """Trains `config` and its baselines; writes results.md and curves.png; returns the rows."""
+    if config.train.distributed:
+        initialize_distributed()
+    workdir = Path(workdir)
+    runs = [(config, workdir)]
+    for name, model_cfg in config.baselines.items():
+        baseline = ml_collections.ConfigDict(config.copy_and_resolve_references().to_dict())
+        baseline.model = model_cfg
+        baseline.baselines = ml_collections.ConfigDict()
+        runs.append((baseline, workdir / "baselines" / name))
+    for cfg, path in runs:  # every mistake is reported before the first run starts
+        validate(cfg)
+        checkpointing.check_compatible(path, cfg)
+    splits = load_splits(config)  # the baselines differ in the model section only
+    rows = [train_and_evaluate(cfg, path, splits=splits) for cfg, path in runs]
+    if jax.process_index() == 0:
+        write_report(workdir, rows)
+    return rows
+
+
+def write_report(workdir: Path, rows: Sequence[dict[str, Any]]) -> str:
+    """results.md (one row per run) and curves.png (every run's train loss and dev metric)."""
+    metric = next(key for key in rows[0] if key.startswith("dev "))[len("dev "):]
+    records = {row["model"]: report.read_metrics(Path(row["workdir"]) / report.METRICS_FILE)
+               for row in rows}
+    report.plot_curves(records, metric, workdir / report.CURVES_FILE)
+    table_rows = [{k: v for k, v in row.items() if k != "workdir"} for row in rows]
+    return report.write_results(
+        workdir, f"{rows[0]['dataset']}: {', '.join(row['model'] for row in rows)}", table_rows,
+        notes=[f"Best dev checkpoint of each model, evaluated on test. Curves: "
+               f"{report.CURVES_FILE}; per-step metrics: {report.METRICS_FILE} in each run's "
+               "workdir."])
+

@@ -1,0 +1,82 @@
+"""Optimisers from the config: L2 on weight matrices, global-norm clipping, frozen embeddings.
+
+The update is, in order: g += weight_decay * W for weight matrices only (the gradient of
+weight_decay / 2 * ||W||^2, i.e. TF's `weight_decay * tf.nn.l2_loss(W)` as in DiSAN's code), clip
+the global norm of g to `clip_norm`, then the named optimiser. Parameters under a frozen
+embedding table get no update and no optimiser state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import ml_collections
+import optax
+
+from jaxenc.errors import ConfigError
+
+Params = dict
+
+EMBEDDING_LEAF = "embedding"  # leaf name of WordEmbed / nn.Embed tables
+KERNEL_LEAF = "kernel"  # leaf name of every weight matrix (nn.Dense, nn.DenseGeneral, layers/)
+
+
+def _leaf_name(path: tuple) -> str:
+    return str(getattr(path[-1], "key", path[-1]))
+
+
+def weight_decay_mask(params: Params) -> Params:
+    """True for weight matrices (leaves named "kernel"), False for biases (also the [H, d_k] ones
+    of multi-head projections), LayerNorm scales and embedding tables; shaped like `params`."""
+    return jax.tree_util.tree_map_with_path(lambda path, _: _leaf_name(path) == KERNEL_LEAF,
+                                            params)
+
+
+def trainable_labels(params: Params, freeze_embeddings: bool) -> Params:
+    """"frozen" for embedding tables when `freeze_embeddings`, else "trainable" (per leaf)."""
+    return jax.tree_util.tree_map_with_path(
+        lambda path, _: "frozen" if freeze_embeddings and _leaf_name(path) == EMBEDDING_LEAF
+        else "trainable", params)
+
+
+LearningRate = float | optax.Schedule
+
+# name -> (learning rate, optim config) -> the optimiser.
+OPTIMIZERS: dict[str, Callable[[LearningRate, ml_collections.ConfigDict],
+                               optax.GradientTransformation]] = {
+    "adadelta": lambda lr, cfg: optax.adadelta(lr, rho=cfg.rho, eps=cfg.eps),
+    "adam": lambda lr, cfg: optax.adam(lr, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps),
+    "adagrad": lambda lr, cfg: optax.adagrad(lr, initial_accumulator_value=cfg.initial_accumulator,
+                                             eps=cfg.eps),
+    "sgd": lambda lr, cfg: optax.sgd(lr, momentum=cfg.momentum or None),
+}
+
+
+def learning_rate(optim_cfg: ml_collections.ConfigDict) -> LearningRate:
+    """The constant learning rate, ramped up linearly from 0 over `warmup_steps` if > 0."""
+    if optim_cfg.warmup_steps > 0:
+        return optax.linear_schedule(0.0, optim_cfg.learning_rate, optim_cfg.warmup_steps)
+    return optim_cfg.learning_rate
+
+
+def build_optimizer(optim_cfg: ml_collections.ConfigDict, params: Params,
+                    freeze_embeddings: bool = False) -> optax.GradientTransformation:
+    """The full update rule (module docstring) for parameters shaped like `params`.
+
+    optim_cfg: name (adadelta | adam | adagrad | sgd), learning_rate, warmup_steps, weight_decay,
+    clip_norm (<= 0: no clipping), and the optimiser's own constants (rho, eps, b1, b2,
+    initial_accumulator, momentum).
+    """
+    if optim_cfg.name not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {optim_cfg.name!r} (fix: set --config.optim.name "
+                          f"to one of {', '.join(OPTIMIZERS)})")
+    steps = []
+    if optim_cfg.weight_decay > 0:
+        steps.append(optax.add_decayed_weights(optim_cfg.weight_decay, weight_decay_mask))
+    if optim_cfg.clip_norm > 0:
+        steps.append(optax.clip_by_global_norm(optim_cfg.clip_norm))
+    steps.append(OPTIMIZERS[optim_cfg.name](learning_rate(optim_cfg), optim_cfg))
+    update = optax.chain(*steps)
+    return optax.multi_transform({"trainable": update, "frozen": optax.set_to_zero()},
+                                 trainable_labels(params, freeze_embeddings))

@@ -1,0 +1,96 @@
+"""What a run leaves behind for people: metrics.jsonl, a markdown results table, a curves PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+RESULTS_FILE = "results.md"
+CURVES_FILE = "curves.png"
+
+
+class MetricsLog:
+    """Appends one JSON object per line (`{"step", "split", <metrics>...}`) to a file.
+
+    A resumed run appends to the same file, so steps between the last checkpoint and a crash
+    appear twice; `read_metrics(..., latest=True)` keeps the last record of each (split, step).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, step: int, split: str, metrics: Mapping[str, Any]) -> None:
+        record = {"step": int(step), "split": split, **{k: _plain(v) for k, v in metrics.items()}}
+        with self.path.open("a") as file:
+            file.write(json.dumps(record) + "\n")
+
+
+def _plain(value: Any) -> Any:
+    """numpy / jax scalars -> Python numbers, for JSON."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def read_metrics(path: str | os.PathLike, split: str | None = None,
+                 latest: bool = True) -> list[dict]:
+    """Records of `split` (all splits when None) in step order; with `latest`, one per step."""
+    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    if split is not None:
+        records = [r for r in records if r["split"] == split]
+    if latest:
+        records = list({(r["split"], r["step"]): r for r in records}.values())
+    return sorted(records, key=lambda r: r["step"]) if latest else records
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """A GitHub markdown table; columns default to every key in first-seen order ("" if absent)."""
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_results(workdir: str | os.PathLike, title: str, rows: Sequence[Mapping[str, Any]],
+                  notes: Sequence[str] = ()) -> str:
+    """Writes workdir/results.md (title, table, notes) and returns its text."""
+    text = "\n\n".join([f"# {title}", markdown_table(rows), *notes]) + "\n"
+    (Path(workdir) / RESULTS_FILE).write_text(text)
+    return text
+
+
+def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str,
+                path: str | os.PathLike) -> None:
+    """Training loss and dev `metric` against the step, one line per run (label -> records)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (loss_axis, metric_axis) = plt.subplots(1, 2, figsize=(10, 4))
+    for label, records in runs.items():
+        train = [r for r in records if r["split"] == "train"]
+        dev = [r for r in records if r["split"] == "dev"]
+        loss_axis.plot([r["step"] for r in train], [r["loss"] for r in train], label=label)
+        metric_axis.plot([r["step"] for r in dev], [r[metric] for r in dev], marker="o",
+                         label=label)
+    loss_axis.set(xlabel="step", ylabel="training loss", title="training loss")
+    metric_axis.set(xlabel="step", ylabel=f"dev {metric}", title=f"dev {metric}")
+    for axis in (loss_axis, metric_axis):
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,66 @@
+"""Jitted train and eval steps over a data-parallel mesh.
+
+Params and optimiser state are replicated, every batch array is split over the mesh's "data"
+axis along its batch dimension; XLA inserts the gradient all-reduce. The state argument of the
+train step is donated (updated in place). Both steps compile once per bucket shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import flax.linen as nn
+import jax
+import numpy as np
+import optax
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh
+
+from jaxenc.tasks.tasks import Task
+from jaxenc.training.sharding import data_sharded, replicated
+from jaxenc.training.state import TrainState
+
+Batch = Mapping[str, jax.Array]
+TrainStep = Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]
+EvalStep = Callable[[dict, Batch], dict[str, jax.Array]]
+
+
+def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformation,
+                    mesh: Mesh) -> TrainStep:
+    """(state, batch) -> (next state, {"loss", "grad_norm"}); dropout key fold_in(rng, step)."""
+
+    def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
+        dropout_key = jax.random.fold_in(state.rng, state.step)
+
+        def loss_fn(params: dict) -> jax.Array:
+            outputs = model.apply({"params": params}, batch, train=True,
+                                  rngs={"dropout": dropout_key})
+            return task.loss(outputs, batch)
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        next_state = state.replace(step=state.step + 1,
+                                   params=optax.apply_updates(state.params, updates),
+                                   opt_state=opt_state)
+        return next_state, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+
+    return jax.jit(train_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
+                   out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
+
+
+def make_eval_step(model: nn.Module, task: Task, mesh: Mesh) -> EvalStep:
+    """(params, batch) -> per-example `task.eval_outputs` [B] (split over "data" like the batch)."""
+
+    def eval_step(params: dict, batch: Batch) -> dict[str, jax.Array]:
+        outputs = model.apply({"params": params}, batch, train=False)
+        return task.eval_outputs(outputs, batch)
+
+    return jax.jit(eval_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
+                   out_shardings=data_sharded(mesh))
+
+
+def to_host(tree: dict[str, jax.Array]) -> dict[str, np.ndarray]:
+    """Global (possibly multi-host) arrays -> full numpy arrays on this host."""
+    if jax.process_count() > 1:
+        return multihost_utils.process_allgather(tree, tiled=True)
+    return jax.tree.map(np.asarray, tree)

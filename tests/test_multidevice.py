@@ -1,0 +1,67 @@
+"""Data parallelism: a step on 8 (fake CPU) devices equals the same step on one device."""
+
+import chex
+import jax
+import numpy as np
+
+from jaxenc.data.batching import Batcher
+from jaxenc.data.featurize import Featurizer
+from jaxenc.data.synthetic import generate
+from jaxenc.data.vocab import Vocabulary
+from jaxenc.models.registry import build_encoder
+from jaxenc.tasks.tasks import build_task
+from jaxenc.training.optim import build_optimizer
+from jaxenc.training.sharding import make_mesh, replicated, shard_batch
+from jaxenc.training.state import create_train_state, init_params
+from jaxenc.training.steps import make_eval_step, make_train_step, to_host
+from train.configs import base
+
+GLOBAL_BATCH = 32
+
+
+def test_steps_on_eight_devices_equal_one_device():
+    assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
+    config = base.get_config("transformer,synthetic")
+    config.model.update(dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16,
+                             dropout_rate=0.2))  # dropout on: the RNG must not depend on sharding
+    config.task.head.hidden_dims = (16,)
+    config.optim.update(dict(name="adadelta", learning_rate=0.5, weight_decay=1e-4,
+                             clip_norm=1.0))
+    examples = generate(2 * GLOBAL_BATCH, seed=1)
+    vocab = Vocabulary.build(e.sentences[0].tokens for e in examples)
+    encoder = build_encoder(config.model, len(vocab))
+    task = build_task("single", config.task, num_classes=2)
+    model = task.build_model(encoder)
+    features = Featurizer(kind="single", vocab=vocab, model_cfg=config.model).many(examples)
+    batches = list(Batcher(features, batch_size=GLOBAL_BATCH, buckets=(32,), shuffle=True,
+                           seed=0).epoch(0))
+    params = jax.device_get(init_params(model, batches[0], seed=0))
+
+    results = {}
+    for num_devices in (1, 8):
+        mesh = make_mesh(jax.devices()[:num_devices])
+        tx = build_optimizer(config.optim, params)
+        state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
+        train_step = make_train_step(model, task, tx, mesh)
+        losses = []
+        for batch in batches:  # two steps: the second uses the optimiser state of the first
+            sharded = shard_batch(batch, mesh)
+            shards = sharded["sentence/tokens"].addressable_shards
+            assert len(shards) == num_devices
+            chex.assert_shape([s.data for s in shards], [(GLOBAL_BATCH // num_devices, 32)]
+                              * num_devices)
+            state, stats = train_step(state, sharded)
+            losses.append(float(stats["loss"]))
+        assert all(leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state.params))
+        outputs = to_host(make_eval_step(model, task, mesh)(state.params,
+                                                            shard_batch(batches[0], mesh)))
+        results[num_devices] = (losses, jax.device_get(state.params), outputs)
+
+    (losses_1, params_1, outputs_1), (losses_8, params_8, outputs_8) = results[1], results[8]
+    np.testing.assert_allclose(losses_8, losses_1, rtol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+                 params_8, params_1)
+    assert not np.allclose(params_1["encoder"]["layer_0"]["ffn"]["hidden"]["kernel"],
+                           params["encoder"]["layer_0"]["ffn"]["hidden"]["kernel"])
+    np.testing.assert_array_equal(outputs_8["prediction"], outputs_1["prediction"])
+    np.testing.assert_allclose(outputs_8["loss"], outputs_1["loss"], rtol=1e-5)

@@ -1,0 +1,384 @@
+"""Optimiser masks, checkpoints, compilation count, tagging / seq2seq training, the job end to end
+and its one-line errors."""
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+from jaxenc.data.batching import Batcher
+from jaxenc.data.featurize import Featurizer, tag_index
+from jaxenc.data.records import Example, Sentence
+from jaxenc.data.synthetic import generate
+from jaxenc.data.vocab import ROOT, Vocabulary
+from jaxenc.errors import ConfigError, DataError
+from jaxenc.models.registry import build_encoder
+from jaxenc.structures import psan
+from jaxenc.structures.trees import tree_from_sentence
+from jaxenc.tasks.tasks import build_task
+from jaxenc.training import checkpointing, loop, report
+from jaxenc.training.optim import build_optimizer, weight_decay_mask
+from jaxenc.training.sharding import make_mesh, replicated, shard_batch
+from jaxenc.training.state import create_train_state, init_params
+from jaxenc.training.steps import make_eval_step, make_train_step
+from train.configs import base
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = sorted(path.stem for path in (REPO / "train" / "configs").glob("[!_]*.py"))
+
+
+def tiny_config(model: str = "bag") -> ml_collections.ConfigDict:
+    """A few-second run on the synthetic data (8 devices: batches are multiples of 8)."""
+    config = base.get_config(f"{model},synthetic")
+    if model == "bag":
+        config.model.embed_dim = 16
+    else:
+        config.model.update(dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2,
+                                 ff_dim=16))
+    config.task.head.hidden_dims = (16,)
+    config.task.head.decoder.update(dict(model_dim=32, num_heads=2, ff_dim=32, dropout_rate=0.0))
+    config.data.update(dict(batch_size=16, eval_batch_size=128, max_length=32, bucket_step=16))
+    config.optim.update(dict(name="adam", learning_rate=3e-3, weight_decay=1e-4, clip_norm=5.0))
+    config.train.update(dict(num_steps=40, eval_every=20, log_every=10, progress_bar=False))
+    return config
+
+
+def optim_config(**overrides) -> ml_collections.ConfigDict:
+    config = base.get_config().optim
+    config.update(overrides)
+    return config
+
+
+@pytest.fixture(scope="module")
+def examples() -> list[Example]:
+    return generate(96, seed=5)
+
+
+def _setup(examples, model_cfg, kind="single", **task_args):
+    """(model, task, featurizer, params) for a tiny encoder on `examples`."""
+    vocab = Vocabulary.build(s.tokens for e in examples for s in e.sentences)
+    encoder = build_encoder(model_cfg, len(vocab))
+    tags = tag_index(examples) if kind == "tagging" else None
+    featurizer = Featurizer(kind=kind, vocab=vocab, model_cfg=model_cfg, tags=tags,
+                            target_vocab=vocab if kind == "unlabelled" else None)
+    config = tiny_config()
+    task = build_task(kind, config.task, num_classes=2,
+                      num_tags=len(tags) if tags else None, target_vocab_size=len(vocab),
+                      **task_args)
+    return task.build_model(encoder), task, featurizer
+
+
+# ----------------------------------------------------------------------------- featurizer
+
+
+def test_featurizer_writes_prefix_structure_fields_and_targets(examples):
+    vocab = Vocabulary.build(s.tokens for e in examples for s in e.sentences)
+    psan_cfg = ml_collections.ConfigDict({"name": "psan", "num_levels": 3, "min_split_len": 4})
+    featurizer = Featurizer(kind="single", vocab=vocab, model_cfg=psan_cfg,
+                            structure_fields=("segments",))
+    sentence = examples[0].sentences[0]
+    features = featurizer(examples[0])
+    assert set(features) == {"sentence/tokens", "sentence/segments", "label"}
+    np.testing.assert_array_equal(features["sentence/tokens"], vocab.encode(sentence.tokens))
+    expected = psan.segments(tree_from_sentence(sentence), num_levels=3, min_split_len=4)
+    np.testing.assert_array_equal(features["sentence/segments"], expected)
+    assert features["label"] == examples[0].label and features["label"].dtype == np.int32
+
+    tagger = Featurizer(kind="tagging", vocab=vocab, model_cfg=psan_cfg, prefix=(ROOT,),
+                        tags={"DT": 0, "NN": 1})
+    tagged = tagger(examples[0])
+    assert tagged["sentence/tokens"][0] == ROOT
+    expected_tags = [-1] + [{"DT": 0, "NN": 1}.get(t, -1) for t in sentence.tags]
+    np.testing.assert_array_equal(tagged["tags"], expected_tags)
+
+    with pytest.raises(ConfigError, match="'relations'.*STRUCTURE_BUILDERS"):
+        Featurizer(kind="single", vocab=vocab, model_cfg=psan_cfg, structure_fields=("relations",))
+    with pytest.raises(ConfigError, match="oov='drop'"):
+        Featurizer(kind="single", vocab=vocab, model_cfg=psan_cfg, structure_fields=("segments",),
+                   found=np.ones(len(vocab), bool))
+    unlabelled = Example(sentences=examples[0].sentences, uid="file.txt:7")
+    with pytest.raises(DataError, match="file.txt:7: example has no label"):
+        featurizer(unlabelled)
+
+
+# ----------------------------------------------------------------------------- optimiser
+
+
+def test_weight_decay_mask_covers_exactly_the_kernels(examples):
+    model, _, featurizer = _setup(examples, tiny_config("transformer").model)
+    batch = next(Batcher(featurizer.many(examples), batch_size=8, buckets=(32,),
+                         shuffle=False).epoch(0))
+    params = init_params(model, batch, seed=0)
+    mask = weight_decay_mask(params)
+    names = {jax.tree_util.keystr(path): (path[-1].key, decayed)
+             for path, decayed in jax.tree_util.tree_leaves_with_path(mask)}
+    assert {name for name, decayed in names.values() if decayed} == {"kernel"}
+    assert all(decayed for name, decayed in names.values() if name == "kernel")
+    assert {name for name, decayed in names.values() if not decayed} == {
+        "bias", "scale", "embedding"}  # biases, LayerNorm scales/biases, the word table
+
+
+def test_sgd_update_is_l2_on_kernels_then_clip_and_frozen_embeddings_stay():
+    params = {"encoder": {"embed": {"embedding": jnp.ones((4, 2))},
+                          "dense": {"kernel": jnp.full((2, 3), 2.0), "bias": jnp.ones(3)}}}
+    grads = jax.tree.map(lambda p: jnp.full_like(p, 0.1), params)
+    cfg = optim_config(name="sgd", learning_rate=0.5, weight_decay=0.25, clip_norm=0.0)
+    tx = build_optimizer(cfg, params, freeze_embeddings=True)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    np.testing.assert_allclose(updates["encoder"]["dense"]["kernel"], -0.5 * (0.1 + 0.25 * 2.0))
+    np.testing.assert_allclose(updates["encoder"]["dense"]["bias"], -0.5 * 0.1)
+    np.testing.assert_array_equal(updates["encoder"]["embed"]["embedding"], 0.0)
+
+    cfg.update(dict(weight_decay=0.0, clip_norm=0.01, learning_rate=1.0))
+    tx = build_optimizer(cfg, params, freeze_embeddings=False)
+    updates, _ = tx.update(grads, tx.init(params), params)
+    assert float(optax.tree.norm(updates)) == pytest.approx(0.01, rel=1e-5)
+
+
+def test_warmup_ramps_the_learning_rate_linearly():
+    params = {"w": jnp.ones(3)}
+    tx = build_optimizer(optim_config(name="sgd", learning_rate=0.8, warmup_steps=4,
+                                      weight_decay=0.0, clip_norm=0.0), params)
+    opt_state, steps = tx.init(params), []
+    for _ in range(6):
+        updates, opt_state = tx.update({"w": jnp.ones(3)}, opt_state, params)
+        steps.append(float(updates["w"][0]))
+    np.testing.assert_allclose(steps, [0.0, -0.2, -0.4, -0.6, -0.8, -0.8], rtol=1e-6)
+
+
+def test_unknown_optimizer_is_a_config_error():
+    cfg = optim_config(name="rmsprop")
+    with pytest.raises(ConfigError, match="unknown optimizer 'rmsprop'.*adadelta"):
+        build_optimizer(cfg, {"w": jnp.ones(2)})
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_round_trip(tmp_path):
+    params = {"encoder": {"embed": {"embedding": jnp.arange(8.0).reshape(4, 2)},
+                          "dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.zeros(3)}}}
+    cfg = optim_config(name="adam", learning_rate=0.1, weight_decay=0.0)
+    tx = build_optimizer(cfg, params, freeze_embeddings=True)
+    state = create_train_state(params, tx, seed=3)
+    grads = jax.tree.map(jnp.ones_like, params)
+    updates, opt_state = tx.update(grads, state.opt_state, params)
+    state = state.replace(step=state.step + 7, params=optax.apply_updates(params, updates),
+                          opt_state=opt_state)
+    checkpoints = checkpointing.Checkpoints(tmp_path, keep=2, best_k=1)
+    checkpoints.save(state, {"epoch": 2, "batch": 5})
+    checkpoints.save_best(state, 0.75, {"step": 7})
+    checkpoints.wait()
+    blank = create_train_state(jax.tree.map(jnp.zeros_like, params), tx, seed=0)
+    restored, position = checkpoints.restore_latest(blank)
+    assert position == {"epoch": 2, "batch": 5}
+    assert jax.tree.structure(restored) == jax.tree.structure(state)
+    for got, want in zip(jax.tree.leaves(restored), jax.tree.leaves(state), strict=True):
+        np.testing.assert_array_equal(got, want)
+    best = checkpoints.restore_best_params()
+    np.testing.assert_array_equal(best["encoder"]["dense"]["kernel"],
+                                  state.params["encoder"]["dense"]["kernel"])
+    checkpoints.close()
+
+
+def test_checkpoint_of_another_config_is_refused(tmp_path):
+    config = tiny_config()
+    checkpointing.save_run_files(tmp_path, config, {})
+    checkpointing.check_compatible(tmp_path, config)  # same config: fine
+    other = tiny_config()
+    other.model.embed_dim = 32
+    with pytest.raises(ConfigError, match="model.embed_dim=16.*32.*new --workdir"):
+        checkpointing.check_compatible(tmp_path, other)
+    other = tiny_config()
+    other.train.num_steps = 99  # training length may change: a longer resumed run
+    checkpointing.check_compatible(tmp_path, other)
+
+
+def test_position_keeps_the_top_k_and_stops_after_patience():
+    position = loop.Position()
+    scores = [(1, 0.5), (2, 0.7), (3, 0.6), (4, 0.55), (5, 0.65)]
+    kept = [position.record_evaluation(step, score, patience=2, best_k=2)
+            for step, score in scores]
+    assert kept == [True, True, True, False, True]
+    assert position.top_scores == [0.7, 0.65] and position.best_step == 2
+    assert position.evals_since_best == 3 and position.stopped
+
+
+# ----------------------------------------------------------------------------- compilation
+
+
+def test_second_epoch_does_not_compile(examples):
+    model, task, featurizer = _setup(examples, tiny_config().model)
+    batcher = Batcher(featurizer.many(examples), batch_size=16, buckets=(8, 16, 24, 32),
+                      shuffle=True, seed=0)
+    mesh = make_mesh()
+    params = init_params(model, next(batcher.epoch(0)), seed=0)
+    tx = build_optimizer(tiny_config().optim, params)
+    state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
+    train_step = make_train_step(model, task, tx, mesh)
+    shapes = set()
+    for batch in batcher.epoch(0):
+        shapes.add(batch["sentence/tokens"].shape)
+        state, _ = train_step(state, shard_batch(batch, mesh))
+    assert len(shapes) >= 2
+    assert train_step._cache_size() == len(shapes)  # one compilation per bucket shape
+    for batch in batcher.epoch(1):
+        state, _ = train_step(state, shard_batch(batch, mesh))
+    assert train_step._cache_size() == len(shapes)  # epoch 2 compiled nothing
+
+
+# ----------------------------------------------------------------------------- other tasks
+
+
+def _train(model, task, features, steps, learning_rate=3e-3):
+    """Trains `steps` steps on one device; returns the metrics on `features` before and after."""
+    mesh = make_mesh(jax.devices()[:1])
+    batcher = Batcher(features, batch_size=16, buckets=(8, 16), shuffle=True, seed=0)
+    eval_batcher = Batcher(features, batch_size=64, buckets=(8, 16), shuffle=False)
+    params = init_params(model, next(batcher.epoch(0)), seed=0)
+    cfg = tiny_config().optim
+    cfg.learning_rate = learning_rate
+    tx = build_optimizer(cfg, params)
+    state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
+    train_step, eval_step = make_train_step(model, task, tx, mesh), make_eval_step(model, task,
+                                                                                    mesh)
+    before = loop.evaluate(eval_step, state.params, eval_batcher, task, mesh)
+    epoch = 0
+    while int(state.step) < steps:
+        for batch in batcher.epoch(epoch):
+            state, _ = train_step(state, shard_batch(batch, mesh))
+        epoch += 1
+    return before, loop.evaluate(eval_step, state.params, eval_batcher, task, mesh)
+
+
+def test_pos_tagging_learns_the_tags(examples):
+    tagged = [Example(sentences=(Sentence(tokens=e.sentences[0].tokens[:16],
+                                          tags=e.sentences[0].tags[:16]),)) for e in examples]
+    model, task, featurizer = _setup(tagged, tiny_config().model, kind="tagging")
+    features = featurizer.many(tagged)
+    assert features[0]["tags"].shape == features[0]["sentence/tokens"].shape
+    before, after = _train(model, task, features, steps=60, learning_rate=3e-2)
+    assert before["accuracy"] < 0.5 < 0.9 < after["accuracy"], (before, after)
+
+
+def test_seq2seq_learns_to_copy():
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(6)]
+    sources = [tuple(rng.choice(words, size=rng.integers(2, 5))) for _ in range(256)]
+    data = [Example(sentences=(Sentence(tokens=s),)) for s in sources]  # autoencoding
+    model, task, featurizer = _setup(data, tiny_config("transformer").model, kind="unlabelled")
+    features = featurizer.many(data)
+    assert features[0]["target/tokens"][0] == 4 and features[0]["target/tokens"][-1] == 5
+    before, after = _train(model, task, features, steps=100)
+    assert before["accuracy"] < 0.3 and after["accuracy"] > 0.6, (before, after)
+    assert after["perplexity"] < before["perplexity"]
+
+
+# ----------------------------------------------------------------------------- the whole job
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("run")
+    config = tiny_config()
+    config.baselines.transformer = tiny_config("transformer").model
+    return config, workdir, loop.run(config, workdir)
+
+
+def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
+    _, workdir, rows = finished_run
+    assert [row["model"] for row in rows] == ["bag", "transformer"]
+    for row, path in zip(rows, [workdir, workdir / "baselines" / "transformer"], strict=True):
+        assert row["steps"] == 40 and row["best step"] in (20, 40)
+        assert row["compiled shapes"] == 2  # buckets 16 and 32, nothing else
+        assert 0.0 <= row["test accuracy"] <= 1.0
+        records = report.read_metrics(path / report.METRICS_FILE)
+        assert [r["step"] for r in records if r["split"] == "train"] == [10, 20, 30, 40]
+        assert [r["step"] for r in records if r["split"] == "dev"] == [20, 40]
+        assert json.loads((path / "config.json").read_text())["model"]["name"] == row["model"]
+        assert Vocabulary.load(path / "vocab.txt").tokens[:6][-1] == "</s>"
+    text = (workdir / report.RESULTS_FILE).read_text()
+    assert "| bag | synthetic |" in text and "| transformer | synthetic |" in text
+    assert (workdir / report.CURVES_FILE).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_finished_run_resumes_without_training_again(finished_run):
+    config, workdir, rows = finished_run
+    again = loop.train_and_evaluate(config, workdir)
+    assert again["test accuracy"] == rows[0]["test accuracy"]
+    assert again["compiled shapes"] == 0  # nothing left to train
+
+
+def test_load_trained_encoder(finished_run):
+    _, workdir, _ = finished_run
+    encoder, params, vocab, config = checkpointing.load_trained_encoder(workdir)
+    assert config.model.name == "bag" and params["embed"]["embedding"].shape == (len(vocab), 16)
+    tokens = vocab.encode(["the", "film", "is", "good", "."])[None]
+    out = encoder.apply({"params": params},
+                        {"tokens": tokens, "lengths": np.array([5], np.int32)}, train=False)
+    np.testing.assert_allclose(out["sentence"][0],
+                               np.asarray(params["embed"]["embedding"])[tokens[0]].mean(0),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("section, key, value, message", [
+    ("model", "name", "lstm", "unknown model 'lstm'"),
+    ("optim", "name", "rmsprop", "unknown optimizer 'rmsprop'"),
+    ("task", "dataset", "imdb", "unknown dataset 'imdb'"),
+])
+def test_bad_names_fail_before_any_work(tmp_path, section, key, value, message):
+    config = tiny_config()
+    config[section][key] = value
+    with pytest.raises(ConfigError, match=message):
+        loop.run(config, tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_missing_data_folder_is_a_data_error(tmp_path):
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(tmp_path / "nowhere")
+    with pytest.raises(DataError, match="nowhere: data folder does not exist"):
+        loop.run(config, tmp_path / "run")
+
+
+def _main_error(*args: str) -> str:
+    """The stderr of a failing `python -m train.main`, checked to be one line."""
+    result = subprocess.run([sys.executable, "-m", "train.main", *args], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_main_refuses_a_workdir_of_another_config_in_one_line(finished_run):
+    _, workdir, _ = finished_run
+    error = _main_error("--config=train/configs/base.py:bag,synthetic", f"--workdir={workdir}",
+                        "--config.model.embed_dim=8")
+    assert "model.embed_dim=16" in error and "config says 8" in error
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config=train/configs/default.py", "--config.optim.nme=adam"], 'Did you mean "name"'),
+    (["--config=train/configs/base.py:lstm,trec"], "no preset for model 'lstm'"),
+    (["--config=train/configs/missing.py"], "No such file or directory"),
+])
+def test_main_reports_bad_config_files_and_keys_in_one_line(tmp_path, args, message):
+    assert message in _main_error(*args, f"--workdir={tmp_path}")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_config_names_known_parts(name):
+    config = importlib.import_module(f"train.configs.{name}").get_config()
+    loop.validate(config)
+    for name, model_cfg in config.baselines.items():
+        assert model_cfg.name == name
+    assert build_encoder(config.model, vocab_size=10) is not None

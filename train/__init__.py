@@ -1,0 +1,1 @@
+"""Training entry point (`python -m train.main`) and its ml_collections configs."""

@@ -1,0 +1,91 @@
+"""Shared defaults, one preset per model and per task; every other config starts here.
+
+  python -m train.main --config=train/configs/base.py:MODEL,DATASET --workdir=DIR
+  e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
+
+Sections:
+  model       name + the encoder's hyperparameters (MODEL_PRESETS)
+  task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
+              train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
+  data        data_dir ($JAXENC_DATA_DIR), batch sizes, buckets, max_length, vocabulary
+              (min_count, max_vocab, lowercase), embeddings (GloVe text file) + oov policy,
+              freeze_embeddings
+  optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
+              warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
+              0 = off) and the optimiser's constants
+  train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
+              log_every, seed, patience (evaluations without improvement, 0 = off),
+              progress_bar, distributed (jax.distributed.initialize() for multi-host runs)
+  checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
+  baselines   name -> model section; each is trained on the same task and reported beside
+"""
+
+from __future__ import annotations
+
+import os
+
+import ml_collections
+
+# Encoder hyperparameters. "transformer": PSAN Table 5's multi-head model, 300-d sentence vector.
+MODEL_PRESETS = {
+    "bag": dict(embed_dim=300),
+    "transformer": dict(embed_dim=300, model_dim=300, num_layers=2, num_heads=6, ff_dim=600,
+                        dropout_rate=0.1, attention_dropout_rate=0.0, pooling="mean"),
+    # disan.md: d_h = 300, c = 5, ELU, dropout keep 0.75 (SNLI) / 0.7 (SST).
+    "disan": dict(embed_dim=300, hidden=300, c=5.0, activation="elu", keep_prob=0.75,
+                  attention_impl="auto", block_size=16, blocked_threshold=32,
+                  freeze_embeddings=False),
+}
+
+# Per-dataset task options that differ from the defaults in `get_config`.
+TASK_PRESETS = {
+    "sick_e": dict(head=dict(pair_features="|u-v|,u*v")),     # SentEval's pair features
+    "mrpc": dict(head=dict(pair_features="|u-v|,u*v")),
+    "snli": dict(head=dict(pair_features="u,v,u-v,u*v")),     # DiSAN / PSAN NLI classifier
+}
+
+
+def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
+    """The model section for encoder `name` (a key of MODEL_PRESETS) with `overrides`."""
+    if name not in MODEL_PRESETS:
+        raise ValueError(f"no preset for model {name!r}; presets: {', '.join(MODEL_PRESETS)}")
+    return ml_collections.ConfigDict({"name": name, **MODEL_PRESETS[name], **overrides})
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    """Defaults; `arg` "MODEL,DATASET" picks the model preset and the task's dataset."""
+    model, dataset = (arg or "bag,trec").split(",")
+    config = ml_collections.ConfigDict()
+    config.model = model_config(model)
+
+    config.task = ml_collections.ConfigDict(dict(
+        dataset=dataset, dev_fraction=0.1, test_fraction=0.1,
+        head=dict(
+            hidden_dims=(300,), activation="elu", dropout_rate=0.0,
+            pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
+            relatedness_hidden_dim=50,        # Tai et al. (2015)
+            decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
+                         label_smoothing=0.1),
+        )))
+    config.task.update_from_flattened_dict(
+        {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
+
+    config.data = ml_collections.ConfigDict(dict(
+        data_dir=os.environ.get("JAXENC_DATA_DIR", ""), batch_size=64, eval_batch_size=128,
+        bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
+        embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False))
+
+    config.optim = ml_collections.ConfigDict(dict(
+        name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
+        rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0))
+
+    config.train = ml_collections.ConfigDict(dict(
+        num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
+        progress_bar=True, distributed=False))
+
+    if "freeze_embeddings" in config.model:  # models that stop gradients themselves follow data
+        config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
+
+    config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
+    config.baselines = ml_collections.ConfigDict()
+    return config
