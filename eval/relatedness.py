@@ -1,0 +1,119 @@
+"""SICK-R / STS-B: the Tai et al. (2015) relatedness head trained on frozen sentence vectors.
+
+The head (`jaxenc.tasks.heads.RelatednessHead`) sees u * v and |u - v| and predicts a distribution
+over the K integer scores of the dataset's range; the prediction is its expectation. It is trained
+with Adam on minibatches against the sparse target distribution (KL loss), one jitted `lax.scan`
+per epoch, and the epoch with the best dev Pearson is kept (early stopping with `patience`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxenc.tasks.heads import RelatednessHead, expected_score
+from jaxenc.tasks.losses import kl_divergences, relatedness_target
+from jaxenc.tasks.metrics import mean_squared_error, pearson, spearman
+
+SEED = 1111
+
+# One split: (u float32[N, D], v float32[N, D], gold scores float[N]).
+PairSplit = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def num_score_classes(score_range: tuple[float, float]) -> int:
+    """K: the integer scores low, low + 1, ..., high."""
+    low, high = score_range
+    if low != int(low) or high != int(high) or high <= low:
+        raise ValueError(f"score range {score_range} must span integers low < high")
+    return int(high - low) + 1
+
+
+def score_distribution(scores: np.ndarray, score_range: tuple[float, float]) -> jax.Array:
+    """float32[N, K] Tai et al. target of scores in [low, high]: the class floor(y) gets
+    floor(y) - y + 1, the class above y - floor(y) (class k holding score low + k)."""
+    low, _ = score_range
+    shifted = jnp.asarray(scores, jnp.float32) - low + 1.0  # scores 1..K, as the loss numbers them
+    return relatedness_target(shifted, num_score_classes(score_range))
+
+
+@dataclasses.dataclass(frozen=True)
+class RelatednessScore:
+    """Test Pearson / Spearman / MSE of the epoch with the best dev Pearson."""
+
+    pearson: float
+    spearman: float
+    mse: float
+    dev_pearson: float
+    best_epoch: int
+
+
+def _epoch_runner(head: RelatednessHead, optimizer: optax.GradientTransformation):
+    """A jitted function running one epoch of minibatch steps given its batch plan."""
+
+    def loss(params, u, v, target, weight):
+        log_probs = head.apply({"params": params}, u, v)
+        return weight @ kl_divergences(target, log_probs) / jnp.maximum(jnp.sum(weight), 1.0)
+
+    @jax.jit
+    def run_epoch(params, opt_state, u, v, targets, batch_rows, batch_weights):
+        """batch_rows int32[S, B] row indices, batch_weights float32[S, B] (0: filler)."""
+
+        def step(carry, batch):
+            params, opt_state = carry
+            rows, weight = batch
+            grads = jax.grad(loss)(params, u[rows], v[rows], targets[rows], weight)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), None
+
+        (params, opt_state), _ = jax.lax.scan(step, (params, opt_state),
+                                              (batch_rows, batch_weights))
+        return params, opt_state
+
+    return run_epoch
+
+
+def _batch_plan(num_rows: int, batch_size: int, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """A shuffled epoch as (rows int32[S, B], weights float32[S, B]); the last batch is filled
+    with weight-0 copies of row 0."""
+    num_batches = -(-num_rows // batch_size)
+    rows = np.zeros(num_batches * batch_size, np.int32)
+    rows[:num_rows] = rng.permutation(num_rows)
+    weights = (np.arange(len(rows)) < num_rows).astype(np.float32)
+    return rows.reshape(num_batches, batch_size), weights.reshape(num_batches, batch_size)
+
+
+def fit_relatedness(train: PairSplit, dev: PairSplit, test: PairSplit, *,
+                    score_range: tuple[float, float], seed: int = SEED, hidden_dim: int = 50,
+                    batch_size: int = 64, learning_rate: float = 1e-3, max_epochs: int = 100,
+                    patience: int = 5) -> RelatednessScore:
+    """Trains the head on train, early-stops on dev Pearson, scores test once."""
+    low, _ = score_range
+    head = RelatednessHead(num_classes=num_score_classes(score_range), hidden_dim=hidden_dim)
+    optimizer = optax.adam(learning_rate)
+    u, v, scores = (jnp.asarray(a, jnp.float32) for a in train)
+    params = head.init(jax.random.key(seed), u[:1], v[:1])["params"]
+    opt_state = optimizer.init(params)
+    targets = score_distribution(scores, score_range)
+    run_epoch = _epoch_runner(head, optimizer)
+    predict = jax.jit(lambda params, u, v: expected_score(head.apply({"params": params}, u, v))
+                      + low - 1.0)
+    rng = np.random.default_rng(seed)
+    best_pearson, best_params, best_epoch = -np.inf, params, 0
+    for epoch in range(1, max_epochs + 1):
+        params, opt_state = run_epoch(params, opt_state, u, v, targets,
+                                      *_batch_plan(len(scores), batch_size, rng))
+        dev_pearson = pearson(np.asarray(predict(params, dev[0], dev[1])), dev[2])
+        if dev_pearson > best_pearson:
+            best_pearson, best_params, best_epoch = dev_pearson, params, epoch
+        elif epoch - best_epoch >= patience:
+            break
+    predictions = np.asarray(predict(best_params, test[0], test[1]))
+    return RelatednessScore(pearson(predictions, test[2]), spearman(predictions, test[2]),
+                            mean_squared_error(predictions, test[2]), float(best_pearson),
+                            best_epoch)

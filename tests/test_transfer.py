@@ -1,0 +1,253 @@
+"""Transfer evaluation: encoders and their cache, the relatedness head, the report, the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from eval import transfer
+from eval.encoders import (
+    BagOfEmbeddings,
+    CheckpointEncoder,
+    EmbeddingCache,
+    SentenceEncoder,
+    load_encoder,
+)
+from eval.paper_results import PAPER_RESULTS, SENTEVAL_TEST_SIZES
+from eval.relatedness import fit_relatedness, score_distribution
+from eval.report import averages, render_markdown, write_report
+from jaxenc.data.records import Sentence
+from jaxenc.errors import ConfigError, DataError
+
+GLOVE = ("glove_subsets/glove.6B.50d.first2446.txt", "glove_subsets/glove.6B.50d.subset5403.txt")
+
+
+def sentence(text: str) -> Sentence:
+    return Sentence(tokens=tuple(text.split()), text=text)
+
+
+# ----------------------------------------------------------------------------- relatedness
+
+
+@pytest.mark.parametrize("score_range", [(1.0, 5.0), (0.0, 5.0)])
+def test_relatedness_target_follows_the_tai_formula(score_range):
+    low, high = score_range
+    scores = np.array([low, high, 2.0, 3.7, 1.25, 4.999, (low + high) / 2])
+    target = np.asarray(score_distribution(scores, score_range))
+    num_classes = int(high - low) + 1
+    assert target.shape == (len(scores), num_classes)
+    for row, y in zip(target, scores, strict=True):
+        expected = np.zeros(num_classes)
+        floor = math.floor(y)
+        expected[floor - int(low)] = floor - y + 1  # class k holds the score low + k
+        if floor < high:
+            expected[floor - int(low) + 1] = y - floor
+        np.testing.assert_allclose(row, expected, atol=1e-6)
+        assert row @ (low + np.arange(num_classes)) == pytest.approx(y, abs=1e-5)
+
+
+def test_relatedness_head_learns_a_function_of_the_pair():
+    """Unit vectors scored 3 + 2 u.v: the head sees u * v, so it can fit the score closely."""
+    rng = np.random.default_rng(0)
+
+    def split(n):
+        u, v = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in rng.normal(size=(2, n, 6)))
+        return u.astype(np.float32), v.astype(np.float32), 3 + 2 * np.sum(u * v, axis=1)
+
+    score = fit_relatedness(split(800), split(200), split(200), score_range=(1.0, 5.0),
+                            max_epochs=60)
+    assert score.pearson > 0.9 and score.spearman > 0.85 and score.dev_pearson > 0.9
+    assert score.mse < 0.2 and 1 <= score.best_epoch <= 60
+
+
+# ----------------------------------------------------------------------------- encoders
+
+
+def write_glove(path, vectors):
+    path.write_text("".join(f"{w} {' '.join(f'{x:g}' for x in v)}\n" for w, v in vectors.items()))
+    return path
+
+
+def test_bag_of_embeddings_merges_files_and_averages_known_words(tmp_path):
+    first = {"the": [1, 0, 0], "cat": [0, 1, 0], "dog": [1, 1, 2]}
+    second = {"the": [9, 9, 9], "sat": [2, 2, 0], "cat": [7, 7, 7], "mat": [0, 0, 4]}
+    encoder = BagOfEmbeddings([write_glove(tmp_path / "a.txt", first),
+                               write_glove(tmp_path / "b.txt", second)])
+    assert isinstance(encoder, SentenceEncoder)
+    sentences = [sentence("The cat sat on the mat"), sentence("zzz qqq"),
+                 sentence("dog dog unknown"), sentence("cat")]
+    got = encoder.encode(sentences)
+
+    def vector(word):  # reference: first file first, then the lower-cased word
+        for table in (first, second):
+            for form in (word, word.lower()):
+                if form in table:
+                    return np.array(table[form], float)
+        return None
+
+    assert got.shape == (4, 3) and got.dtype == np.float32
+    for row, s in zip(got, sentences, strict=True):
+        known = [vector(t) for t in s.tokens if vector(t) is not None]
+        np.testing.assert_allclose(row, np.mean(known, axis=0) if known else np.zeros(3))
+    np.testing.assert_array_equal(encoder.encode(sentences[2:]), got[2:])  # remembered words
+
+
+def test_bag_name_follows_the_files_and_dimensions_must_agree(tmp_path):
+    path = write_glove(tmp_path / "a.txt", {"the": [1, 2]})
+    name = BagOfEmbeddings([path]).name
+    assert BagOfEmbeddings([path]).name == name
+    write_glove(path, {"the": [1, 2], "cat": [3, 4]})
+    assert BagOfEmbeddings([path]).name != name
+    mixed = BagOfEmbeddings([path, write_glove(tmp_path / "b.txt", {"dog": [1, 2, 3]})])
+    with pytest.raises(DataError, match="b.txt"):
+        mixed.encode([sentence("dog")])
+    with pytest.raises(DataError, match="not found"):
+        load_encoder(f"bag:{tmp_path / 'missing.txt'}")
+    with pytest.raises(ConfigError, match="neither"):
+        load_encoder(str(tmp_path / "no_such_run"))
+
+
+class CountingEncoder:
+    """Vector = (number of tokens, length of the text); records every call."""
+
+    name = "counting"
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, sentences):
+        self.calls.append(list(sentences))
+        return np.array([[len(s.tokens), len(s.text)] for s in sentences], np.float32)
+
+
+def test_cache_encodes_distinct_sentences_once_and_reuses_the_file(tmp_path):
+    encoder, cache = CountingEncoder(), EmbeddingCache(tmp_path)
+    sentences = [sentence("a b"), sentence("c"), sentence("a b"), sentence("d e f")]
+    first = cache.encode(encoder, sentences, "MR", "all")
+    np.testing.assert_array_equal(first, [[2, 3], [1, 1], [2, 3], [3, 5]])
+    assert encoder.calls == [[sentences[0], sentences[1], sentences[3]]]
+    assert (tmp_path / "counting" / "MR.all.npz").is_file()
+    np.testing.assert_array_equal(cache.encode(encoder, sentences, "MR", "all"), first)
+    assert len(encoder.calls) == 1  # read back from disk
+    changed = cache.encode(encoder, sentences[:2], "MR", "all")
+    assert len(encoder.calls) == 2 and changed.shape == (2, 2)  # other sentences: recomputed
+
+
+@pytest.fixture(scope="module")
+def trained_bag_run(tmp_path_factory):
+    """A few training steps of the bag-of-words encoder on the embedded synthetic data."""
+    from jaxenc.training import loop
+    from train.configs import base
+
+    config = base.get_config("bag,synthetic")
+    config.model.embed_dim = 8
+    config.task.head.hidden_dims = (8,)
+    config.data.update(dict(batch_size=16, eval_batch_size=64, max_length=32, bucket_step=16))
+    config.train.update(dict(num_steps=2, eval_every=2, log_every=2, progress_bar=False))
+    workdir = tmp_path_factory.mktemp("bag_run")
+    loop.run(config, workdir)
+    return workdir
+
+
+def test_checkpoint_encoder_matches_the_trained_embeddings(trained_bag_run):
+    from jaxenc.training.checkpointing import load_trained_encoder
+
+    encoder = load_encoder(str(trained_bag_run))
+    assert isinstance(encoder, CheckpointEncoder) and encoder.name.startswith("ckpt-")
+    encoder.batch_size, encoder.progress = 8, False  # several batches and buckets
+    words = ["the", "film", "is", "good", "not", "bad", "very", "."]
+    rng = np.random.default_rng(0)
+    sentences = [sentence(" ".join(rng.choice(words, size=n))) for n in (3, 30, 1, 17, 9, 5) * 3]
+    got = encoder.encode(sentences)
+    _, params, vocab, _ = load_trained_encoder(trained_bag_run)
+    table = np.asarray(params["embed"]["embedding"])
+    expected = [table[vocab.encode(s.tokens)].mean(axis=0) for s in sentences]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def test_paper_averages_reproduce_the_mean_max_table():
+    """Zhang et al. (2018) Table 2 prints (macro, micro): 84.7/85.6, 86.0/86.0, 85.0/85.9."""
+    rows = PAPER_RESULTS["Mean-Max AAE"]
+    got = averages({task: (rows[task]["accuracy"], SENTEVAL_TEST_SIZES[task])
+                    for task in SENTEVAL_TEST_SIZES})
+    printed = {"8 tasks": (84.7, 85.6), "7 tasks": (86.0, 86.0), "6 tasks": (85.0, 85.9)}
+    for name, (macro, micro) in printed.items():
+        assert got[name][0] == pytest.approx(macro, abs=0.051)
+        assert got[name][1] == pytest.approx(micro, abs=0.051)  # the paper rounds per task first
+
+
+def fake_results():
+    accuracy = {"MR": 70.0, "CR": 75.0, "SUBJ": 88.0, "MPQA": 80.0, "SST2": 72.0, "TREC": 80.0,
+                "MRPC": 70.0, "SICKE": 74.0}
+    tasks = {task: {"status": "ok", "seconds": 1.0, "metrics": {
+        "accuracy": value, "dev_accuracy": value - 1, "l2": [1e-3, 1e-4],
+        "num_test": SENTEVAL_TEST_SIZES[task]}} for task, value in accuracy.items()}
+    tasks["MRPC"]["metrics"]["f1"] = 81.25
+    tasks["SICKR"] = {"status": "ok", "seconds": 2.0, "metrics": {
+        "pearson": 0.7123, "spearman": 0.65, "mse": 0.5, "dev_pearson": 0.7, "best_epoch": 9,
+        "num_test": 4927}}
+    tasks["STS14"] = {"status": "ok", "seconds": 0.5, "metrics": {
+        "pearson": 0.5049, "spearman": 0.4, "pearson_mean": 0.45, "spearman_mean": 0.41,
+        "num_test": 3750, "subsets": {"images": {"pearson": 0.5, "spearman": 0.4, "size": 750}}}}
+    tasks["SST5"] = {"status": "skipped", "reason": "no data (sst5_sentences not found)"}
+    return {"encoder": "bag-test", "seed": 1111, "tasks": tasks}
+
+
+def test_report_table_puts_paper_numbers_beside_ours(tmp_path):
+    results = fake_results()
+    text = render_markdown(results)
+    assert "| MR | 70.0 | 80.0 | 78.7 | 79.7 | 78.7 |" in text
+    assert "| MRPC | 70.0/81.2 | 74.9/82.1 | 75.5/82.6 | 75.1/81.8 | 72.1/80.9 |" in text
+    assert "| SICKR | 0.712 | 0.891 | 0.854 | 0.860 | 0.800 |" in text
+    assert "| STS14 | 0.50/0.40 | 0.69/0.67 | 0.58/0.56 | 0.66/0.64 | 0.54/0.56 |" in text
+    assert "| SST5 | skipped | — | — | — | — |" in text
+    tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC", "SICKE")
+    values = [results["tasks"][t]["metrics"]["accuracy"] for t in tasks]
+    sizes = [SENTEVAL_TEST_SIZES[t] for t in tasks]
+    micro = sum(v * n for v, n in zip(values, sizes, strict=True)) / sum(sizes)
+    assert f"| macro/micro acc, 8 tasks | {np.mean(values):.1f}/{micro:.1f} | 85.1/86.3 |" in text
+    paths = write_report(results, tmp_path)
+    assert json.loads(paths["json"].read_text()) == results
+    assert paths["markdown"].read_text() == text
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == sorted(
+        f"{t}.png" for t, e in results["tasks"].items() if e["status"] == "ok")
+    assert paths["MRPC"].read_bytes()[:4] == b"\x89PNG"
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_task_names_are_normalised_and_checked():
+    assert transfer.task_names("sick-r, mr,STS_14") == ["SICKR", "MR", "STS14"]
+    with pytest.raises(ConfigError, match="choose from"):
+        transfer.task_names("MR,IMDB")
+
+
+def test_help_explains_the_encoder_argument(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "bag:GLOVE_FILE" in out and "--tasks" in out and "STSB" in out
+
+
+def test_cli_on_real_data_reports_and_skips(data_root, tmp_path, capsys):
+    vectors = ",".join(str(data_root / path) for path in GLOVE)
+    results = transfer.main(["--encoder", f"bag:{vectors}", "--tasks", "SICKE,SICKR,STS14",
+                             "--data_dir", str(data_root), "--out", str(tmp_path)])
+    tasks = results["tasks"]
+    assert tasks["SICKE"]["status"] == "ok" and tasks["SICKR"]["status"] == "ok"
+    assert tasks["SICKE"]["metrics"]["num_test"] == 4927
+    assert tasks["SICKE"]["metrics"]["accuracy"] > 65.0  # majority class (neutral): 56.7%
+    assert 0.5 < tasks["SICKR"]["metrics"]["pearson"] < 1.0
+    assert tasks["STS14"] == {"status": "skipped", "reason": tasks["STS14"]["reason"]}
+    assert "not found" in tasks["STS14"]["reason"]
+    assert json.loads((tmp_path / "results.json").read_text()) == results
+    assert "| SICKE |" in capsys.readouterr().out
+    cached = tmp_path / "cache" / results["encoder"]
+    assert sorted(p.name for p in cached.iterdir()) == sorted(
+        f"{task}.{split}.npz" for task in ("SICKE", "SICKR") for split in ("train", "dev", "test"))
