@@ -33,7 +33,7 @@ MODEL_PRESETS = {
                         dropout_rate=0.1, attention_dropout_rate=0.0, pooling="mean"),
     # disan.md: d_h = 300, c = 5, ELU, dropout keep 0.75 (SNLI) / 0.7 (SST).
     "disan": dict(embed_dim=300, hidden=300, c=5.0, activation="elu", keep_prob=0.75,
-                  attention_impl="auto", block_size=16, blocked_threshold=32,
+                  attention_impl="auto", block_size=16, blocked_threshold=16,
                   freeze_embeddings=False),
 }
 
