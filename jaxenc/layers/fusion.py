@@ -5,7 +5,7 @@ from __future__ import annotations
 import flax.linen as nn
 import jax
 
-from jaxenc.layers.multidim_attention import DropoutDense
+from jaxenc.layers.dense import DropoutDense
 
 
 class FusionGate(nn.Module):

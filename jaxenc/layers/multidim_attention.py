@@ -30,30 +30,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.dense import DropoutDense, get_activation
 from jaxenc.layers.masks import masked_softmax
 
-GLOROT_UNIFORM = nn.initializers.glorot_uniform()
 DIRECTIONS = ("forward", "backward", "diag", "none")
 IMPLEMENTATIONS = ("auto", "dense", "blocked")
 # exp(f) without a shift stays a normal, finite float32 (also summed over keys) while |f| <= this.
 FUSED_EXP_LIMIT = 60.0
-
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "elu": nn.elu,
-    "relu": nn.relu,
-    "selu": nn.selu,
-    "tanh": jnp.tanh,
-    "sigmoid": nn.sigmoid,
-    "linear": lambda x: x,
-}
-
-
-def get_activation(name: str) -> Callable[[jax.Array], jax.Array]:
-    """The elementwise activation called `name` (one of ACTIVATIONS)."""
-    if name not in ACTIVATIONS:
-        raise ConfigError(f"unknown activation {name!r} (fix: use one of {', '.join(ACTIVATIONS)})")
-    return ACTIVATIONS[name]
-
 
 def score_function(name: str, c: float = 5.0) -> tuple[Callable[[jax.Array], jax.Array],
                                                        float | None]:
@@ -203,26 +186,6 @@ def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array,
     per_step = batch_per_step or examples_per_step(queries.shape[0])
     return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
                        batch_size=None if per_step == 1 else per_step)
-
-
-class DropoutDense(nn.Module):
-    """Dense layer whose INPUT is dropped out during training (keep_prob), as in the DiSAN code.
-
-    [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias.
-    """
-
-    features: int
-    use_bias: bool = True
-    keep_prob: float = 1.0
-
-    @nn.compact
-    def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
-        x = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
-        kernel = self.param("kernel", GLOROT_UNIFORM, (x.shape[-1], self.features))
-        y = jnp.dot(x, kernel)
-        if self.use_bias:
-            y = y + self.param("bias", nn.initializers.zeros, (self.features,))
-        return y
 
 
 class Token2TokenAttention(nn.Module):

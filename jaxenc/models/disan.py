@@ -28,16 +28,15 @@ import jax.numpy as jnp
 import ml_collections
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.dense import DropoutDense, get_activation
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.fusion import FusionGate
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.multidim_attention import (
     IMPLEMENTATIONS,
     DirectionalMask,
-    DropoutDense,
     Source2Token,
     Token2TokenAttention,
-    get_activation,
 )
 
 

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.dense import get_activation
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.transformer import (
@@ -21,8 +22,6 @@ from jaxenc.layers.transformer import (
     padding_attention_mask,
     sinusoidal_positions,
 )
-
-ACTIVATIONS = {"elu": nn.elu, "relu": nn.relu, "tanh": jnp.tanh}
 
 # Pair feature name -> f(u, v). SentEval: "|u-v|,u*v"; InferSent/SNLI: "u,v,|u-v|,u*v";
 # DiSAN/PSAN NLI: "u,v,u-v,u*v" (signed difference).
@@ -64,7 +63,7 @@ class ClassifierHead(nn.Module):
         h = features
         for i, width in enumerate(self.hidden_dims):
             h = nn.Dense(width, kernel_init=DEFAULT_KERNEL_INIT, name=f"hidden_{i}")(drop(h))
-            h = ACTIVATIONS[self.activation](h)
+            h = get_activation(self.activation)(h)
         return nn.Dense(self.num_classes, kernel_init=DEFAULT_KERNEL_INIT, name="logits")(drop(h))
 
 

@@ -1,0 +1,49 @@
+"""Dense building blocks shared by the encoders: activations by name, input-dropout Dense."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxenc.errors import ConfigError
+
+GLOROT_UNIFORM = nn.initializers.glorot_uniform()
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "elu": nn.elu,
+    "relu": nn.relu,
+    "selu": nn.selu,
+    "tanh": jnp.tanh,
+    "sigmoid": nn.sigmoid,
+    "linear": lambda x: x,
+}
+
+
+def get_activation(name: str) -> Callable[[jax.Array], jax.Array]:
+    """The elementwise activation called `name` (one of ACTIVATIONS)."""
+    if name not in ACTIVATIONS:
+        raise ConfigError(f"unknown activation {name!r} (fix: use one of {', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
+
+
+class DropoutDense(nn.Module):
+    """Dense layer whose INPUT is dropped out during training (keep_prob), as in the DiSAN code.
+
+    [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias.
+    """
+
+    features: int
+    use_bias: bool = True
+    keep_prob: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
+        x = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
+        kernel = self.param("kernel", GLOROT_UNIFORM, (x.shape[-1], self.features))
+        y = jnp.dot(x, kernel)
+        if self.use_bias:
+            y = y + self.param("bias", nn.initializers.zeros, (self.features,))
+        return y
