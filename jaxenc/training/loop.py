@@ -327,7 +327,8 @@ def fit(setup: Setup, state: TrainState, position: Position,
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
                     desc=f"{config.model.name}/{setup.info.name}",
-                    disable=not train_cfg.progress_bar)
+                    # None: shown on a terminal only, so logs (CI, nohup) stay readable
+                    disable=None if train_cfg.progress_bar else True)
     train_log = _TrainLog(metrics_log, bar, position)
     while step < total_steps and not position.stopped:
         for batch in batcher.epoch(position.epoch, position.batch):
