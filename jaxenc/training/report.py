@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
 CURVES_FILE = "curves.png"
@@ -71,15 +73,12 @@ def write_results(workdir: str | os.PathLike, title: str, rows: Sequence[Mapping
     return text
 
 
-def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str,
-                path: str | os.PathLike) -> None:
-    """Training loss and dev `metric` against the step, one line per run (label -> records)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (loss_axis, metric_axis) = plt.subplots(1, 2, figsize=(10, 4))
+def curves_figure(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str) -> Figure:
+    """Training loss and dev `metric` against the step, one line per run (label -> records of
+    `read_metrics`). Two axes: loss, then the dev metric. A plain Figure: no pyplot state, so
+    it works headless and leaves a notebook's backend alone."""
+    figure = Figure(figsize=(10, 4), layout="constrained")
+    loss_axis, metric_axis = figure.subplots(1, 2)
     for label, records in runs.items():
         train = [r for r in records if r["split"] == "train"]
         dev = [r for r in records if r["split"] == "dev"]
@@ -91,6 +90,10 @@ def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str,
     for axis in (loss_axis, metric_axis):
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    return figure
+
+
+def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str,
+                path: str | os.PathLike) -> None:
+    """Writes `curves_figure(runs, metric)` as a PNG to `path`."""
+    curves_figure(runs, metric).savefig(path, dpi=100)
