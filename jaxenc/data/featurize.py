@@ -2,15 +2,20 @@
 
 For every sentence role of the dataset kind (`ROLES`) the featurizer writes `<role>/tokens`
 (the encoder's `PREFIX_TOKENS` first, then the vocabulary ids) and each structure field the
-encoder lists in `REQUIRED_FIELDS`, built by `STRUCTURE_BUILDERS` from the sentence's trees. The
-example's target follows the kind: `label` int32[], `score` float32[], `tags` int32[n] (-1 under
-prefix tokens and for tags unseen in training) or `target/tokens` = [BOS] w_1..w_m [EOS].
+encoder lists in `REQUIRED_FIELDS`, computed by `jaxenc.structures.arrays` from the trees of the
+parser `model_cfg.parser` names ("gold" by default); the sentences of a `many` call are parsed
+together. Structure arrays index the words (`relations` / `levels` put the [root] node first,
+matching an encoder whose PREFIX_TOKENS is (ROOT,)). The example's target follows the kind:
+`label` int32[], `score` float32[], `tags` int32[n] (-1 under prefix tokens and for tags unseen in
+training) or `target/tokens` = [BOS] w_1..w_m [EOS].
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import ml_collections
 import numpy as np
@@ -19,6 +24,8 @@ from jaxenc.data.embeddings import drop_oov
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import BOS, EOS, Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.structures import arrays
+from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE, RelationVocabulary
 
 # Dataset kind -> the batch roles its examples fill (the second seq2seq role is the target).
 ROLES: dict[str, tuple[str, ...]] = {
@@ -32,24 +39,56 @@ ROLES: dict[str, tuple[str, ...]] = {
 SEQ2SEQ_KINDS = ("translation", "unlabelled")
 IGNORED_TAG = -1
 
-StructureBuilder = Callable[[Sentence, ml_collections.ConfigDict, str], np.ndarray]
+# Structure field -> the kind of tree it is computed from; jaxenc.structures.arrays builds them all.
+STRUCTURE_BUILDERS: Mapping[str, str] = arrays.FIELD_TREES
+RELATIONS_FILE = "relations.json"  # the relation vocabulary in a training run's workdir
 
 
-def _psan_segments(sentence: Sentence, model_cfg: ml_collections.ConfigDict,
-                   source: str) -> np.ndarray:
-    """int32[T, n] PSAN phrase ids from the sentence's constituency tree (structures.md)."""
-    from jaxenc.structures import psan
-    from jaxenc.structures.trees import tree_from_sentence
-
-    options = {key: model_cfg[key] for key in ("num_levels", "min_split_len", "binarize")
-               if key in model_cfg}
-    return psan.segments(tree_from_sentence(sentence, source=source), **options)
+def input_roles(kind: str) -> tuple[str, ...]:
+    """The roles an encoder reads for a dataset kind (seq2seq: the source only)."""
+    if kind not in ROLES:
+        raise ConfigError(f"no featurizer for dataset kind {kind!r} (fix: one of "
+                          f"{', '.join(ROLES)})")
+    return ROLES[kind][:1] if kind in SEQ2SEQ_KINDS else ROLES[kind]
 
 
-# Structure field -> builder(sentence, model config, uid) -> array at natural length.
-STRUCTURE_BUILDERS: dict[str, StructureBuilder] = {
-    "segments": _psan_segments,
-}
+def example_structures(spec: arrays.StructureSpec, kind: str,
+                       examples: Sequence[Example]) -> list[dict[str, np.ndarray]]:
+    """`{"<role>/<field>": array}` of every example's input sentences, parsed all at once."""
+    roles = input_roles(kind)
+    for example in examples:
+        if len(example.sentences) != len(roles):
+            raise DataError(f"{len(example.sentences)} sentence(s), a {kind} example "
+                            f"needs {len(roles)}", path=example.uid or None,
+                            fix="check the dataset's kind in jaxenc.data.registry")
+        if not all(sentence.tokens for sentence in example.sentences):
+            raise DataError("empty sentence", path=example.uid or None,
+                            fix="drop empty lines from the data")
+    if not spec.fields:
+        return [{} for _ in examples]
+    sentences = [sentence for example in examples for sentence in example.sentences]
+    sources = [example.uid for example in examples for _ in example.sentences]
+    per_sentence = iter(spec(sentences, sources))
+    return [{f"{role}/{key}": array for role in roles for key, array in next(per_sentence).items()}
+            for _ in examples]
+
+
+def relation_vocabulary(workdir: str | os.PathLike, model_cfg: ml_collections.ConfigDict,
+                        structure_fields: Sequence[str], train: Sequence[Example], *,
+                        cache_dir: str | os.PathLike | None = None) -> RelationVocabulary | None:
+    """The relation vocabulary of a model whose fields include "relations" (else None): read from
+    `workdir/RELATIONS_FILE` when a previous run saved it, else built from the dependency trees
+    of the training sentences (parser and max_distance from `model_cfg`)."""
+    if "relations" not in structure_fields:
+        return None
+    saved = Path(workdir) / RELATIONS_FILE
+    if saved.is_file():
+        return RelationVocabulary.load(saved)
+    return arrays.build_relation_vocab(
+        [sentence for example in train for sentence in example.sentences],
+        model_cfg.get("parser", "gold"),
+        max_distance=model_cfg.get("max_distance", DEFAULT_MAX_DISTANCE),
+        keep_subtypes=model_cfg.get("keep_subtypes", False), cache_dir=cache_dir)
 
 
 def tag_index(examples: Sequence[Example]) -> dict[str, int]:
@@ -66,8 +105,11 @@ class Featurizer:
     Attributes:
       kind: the dataset kind (jaxenc.data.registry.KINDS).
       vocab: the input vocabulary.
-      model_cfg: the encoder's config (options of its structure fields).
+      model_cfg: the encoder's config (options of its structure fields: `parser`, `num_levels`,
+        ... as the attributes of jaxenc.structures.arrays.StructureSpec).
       structure_fields: the encoder's REQUIRED_FIELDS.
+      relation_vocab: relation ids of the "relations" field (`relation_vocabulary`).
+      parse_cache_dir: where parser outputs are cached (None: not cached).
       prefix: the encoder's PREFIX_TOKENS (special ids put before every sentence).
       found: bool[V] words that have a pretrained vector, when OOV words are dropped ("drop"
         policy), else None.
@@ -85,16 +127,21 @@ class Featurizer:
     target_vocab: Vocabulary | None = None
     tags: Mapping[str, int] | None = None
     lowercase_fallback: bool = False
+    relation_vocab: RelationVocabulary | None = None
+    parse_cache_dir: str | os.PathLike | None = None
+    structures: arrays.StructureSpec = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self):
-        if self.kind not in ROLES:
-            raise ConfigError(f"no featurizer for dataset kind {self.kind!r} (fix: one of "
-                              f"{', '.join(ROLES)})")
+        input_roles(self.kind)  # checks the kind
         unknown = [field for field in self.structure_fields if field not in STRUCTURE_BUILDERS]
         if unknown:
             raise ConfigError(f"model {self.model_cfg.name!r} needs structure fields {unknown} "
                               f"that the featurizer cannot build (fix: add them to "
                               f"jaxenc.data.featurize.STRUCTURE_BUILDERS)")
+        if "relations" in self.structure_fields and self.relation_vocab is None:
+            raise ConfigError(f"model {self.model_cfg.name!r} needs the structure field "
+                              "'relations', which STRUCTURE_BUILDERS computes only with a relation "
+                              "vocabulary (fix: pass relation_vocab=relation_vocabulary(...))")
         if self.found is not None and self.structure_fields:
             raise ConfigError("data.oov='drop' removes words, which would misalign the "
                               f"structure fields {list(self.structure_fields)} (fix: use "
@@ -103,43 +150,43 @@ class Featurizer:
             raise ConfigError(f"a {self.kind} dataset needs a target vocabulary")
         if self.kind == "tagging" and self.tags is None:
             raise ConfigError("a tagging dataset needs a tag index")
+        object.__setattr__(self, "structures", arrays.StructureSpec.from_config(
+            self.model_cfg, self.structure_fields, relation_vocab=self.relation_vocab,
+            cache_dir=self.parse_cache_dir))
 
     @property
     def input_roles(self) -> tuple[str, ...]:
         """The roles the encoder reads (seq2seq: the source only)."""
-        roles = ROLES[self.kind]
-        return roles[:1] if self.kind in SEQ2SEQ_KINDS else roles
+        return input_roles(self.kind)
 
     def __call__(self, example: Example) -> dict[str, np.ndarray]:
-        roles = self.input_roles
-        if len(example.sentences) != len(roles):
-            raise DataError(f"{len(example.sentences)} sentence(s), a {self.kind} example "
-                            f"needs {len(roles)}", path=example.uid or None,
-                            fix="check the dataset's kind in jaxenc.data.registry")
+        return self.many([example])[0]
+
+    def many(self, examples: Sequence[Example]) -> list[dict[str, np.ndarray]]:
+        """The features of every example; their sentences are parsed together (one parser call,
+        cached in `parse_cache_dir`)."""
+        structures = example_structures(self.structures, self.kind, examples)
+        return [self._features(example, arrays_of_example)
+                for example, arrays_of_example in zip(examples, structures, strict=True)]
+
+    def _features(self, example: Example,
+                  structures: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         features = {}
-        for role, sentence in zip(roles, example.sentences, strict=True):
-            features.update(self._sentence(role, sentence, example.uid))
+        for role, sentence in zip(self.input_roles, example.sentences, strict=True):
+            features.update(self._tokens(role, sentence, example.uid))
+        features.update(structures)
         features.update(self._targets(example))
         return features
 
-    def many(self, examples: Sequence[Example]) -> list[dict[str, np.ndarray]]:
-        return [self(example) for example in examples]
-
-    def _sentence(self, role: str, sentence: Sentence, uid: str) -> dict[str, np.ndarray]:
-        if not sentence.tokens:
-            raise DataError("empty sentence", path=uid or None,
-                            fix="drop empty lines from the data")
+    def _tokens(self, role: str, sentence: Sentence, uid: str) -> dict[str, np.ndarray]:
         ids = self.vocab.encode(sentence.tokens, self.lowercase_fallback)
         if self.found is not None:
             ids = drop_oov(ids, self.found)
             if not len(ids):
                 raise DataError("no word of the sentence has a vector (data.oov='drop')",
                                 path=uid or None, fix="use data.oov='random' or filter the data")
-        features = {f"{role}/tokens": np.concatenate(
+        return {f"{role}/tokens": np.concatenate(
             [np.asarray(self.prefix, np.int32), ids]).astype(np.int32)}
-        for field in self.structure_fields:
-            features[f"{role}/{field}"] = STRUCTURE_BUILDERS[field](sentence, self.model_cfg, uid)
-        return features
 
     def _targets(self, example: Example) -> dict[str, np.ndarray]:
         where = example.uid or None

@@ -22,11 +22,22 @@ One record per Example, in the reader's order (shuffling is off):
   empty), so `to_example` rebuilds the Example exactly.
 
 Structure arrays are precomputed once per dataset with a `StructureConfig`: its
-`structure_fn(example) -> {field: array}` runs on every example and `structure_spec` declares each
+`structure_fn(example) -> {field: array}` runs on every example (or `split_structure_fn` on a whole
+split at once, so a parser sees all its sentences together) and `structure_spec` declares each
 field's (dtype, rank), e.g. {"sentence/segments": (np.int32, 2)}. They are stored under
 "structures" and read back with `structures_of(record)`. A config is stored under its own name
 (TFDS reuses a build of the same name and version, so rename it when `structure_fn` changes):
 `tfds.data_source("jaxenc_trec/psan", data_dir=TFDS_DIR)` reads it from the files.
+
+Ready-made configs, one per structure family and parser (`STRUCTURE_FAMILIES`), compute exactly
+the arrays the featurizer computes (both call `jaxenc.structures.arrays`, default options):
+
+    jtfds.prepare("sst5_trees", TFDS_DIR, manual_dir=DATA, config="psan_gold")
+    source = tfds.data_source("jaxenc_sst5_trees/psan_gold", data_dir=TFDS_DIR)
+    jtfds.structures_of(source["train"][0])   # {"sentence/segments": ..., "sentence/blocks_1": ..}
+
+Relation ids of the "dt_*" configs come from the parser's fixed label set
+(`family_relation_vocab`): the UD v2 relations for gold trees, the spaCy parser's labels for spaCy.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +59,11 @@ import tensorflow_datasets as tfds
 from tensorflow_datasets.core.features import Encoding
 
 from jaxenc.data import paths, registry, senteval_binary
+from jaxenc.data.featurize import example_structures, input_roles
 from jaxenc.data.records import Example, Sentence
-from jaxenc.errors import DataError
+from jaxenc.errors import ConfigError, DataError
+from jaxenc.structures import arrays, parsers
+from jaxenc.structures.relations import RelationVocabulary
 
 BUILDER_PREFIX = "jaxenc_"
 VERSION = "1.0.0"
@@ -116,6 +130,7 @@ DOWNLOADS: dict[str, dict[str, RemoteFile]] = {
 }
 
 StructureFn = Callable[[Example], Mapping[str, np.ndarray]]
+SplitStructureFn = Callable[[Sequence[Example]], Sequence[Mapping[str, np.ndarray]]]
 
 
 @dataclasses.dataclass(eq=False)
@@ -125,10 +140,13 @@ class StructureConfig(tfds.core.BuilderConfig):
     Attributes:
       structure_fn: example -> {field: array at natural length}, e.g. {"sentence/segments":
         int32[T, n]}; it runs once per example while the dataset is built.
+      split_structure_fn: examples of a split -> their arrays, in order; used instead of
+        `structure_fn` when given (parsers batch).
       structure_spec: field -> (dtype, rank) of every array `structure_fn` returns.
     """
 
     structure_fn: StructureFn | None = None
+    split_structure_fn: SplitStructureFn | None = None
     structure_spec: Mapping[str, tuple[Any, int]] = dataclasses.field(default_factory=dict)
 
 
@@ -159,10 +177,16 @@ class _RegistryBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     def _generate_examples(self, root: Path | None,
                            split: str) -> Iterator[tuple[int, dict[str, Any]]]:
         config = self.builder_config if isinstance(self.builder_config, StructureConfig) else None
-        for index, example in enumerate(registry.load(self.DATASET.name, split, data_dir=root)):
+        examples = registry.load(self.DATASET.name, split, data_dir=root)
+        structures = None
+        if config is not None and config.split_structure_fn is not None:
+            structures = config.split_structure_fn(examples)
+        for index, example in enumerate(examples):
             record = encode_example(example, self.DATASET.kind)
             if config is not None:
-                record["structures"] = _checked_structures(example, config)
+                computed = (config.structure_fn(example) if structures is None
+                            else structures[index])
+                record["structures"] = _checked_structures(example, computed, config)
             yield index, record
 
 
@@ -184,20 +208,64 @@ BUILDERS: dict[str, type[tfds.core.GeneratorBasedBuilder]] = {
 
 def prepare(dataset: str, data_dir: str | os.PathLike, *,
             manual_dir: str | os.PathLike | None = None,
-            config: StructureConfig | None = None) -> tfds.core.DatasetBuilder:
+            config: StructureConfig | str | None = None) -> tfds.core.DatasetBuilder:
     """Builds the array_record files of `dataset` under `data_dir` (once) and returns the builder.
 
-    `manual_dir` is a data root laid out like shared/data; `config` adds structure arrays.
+    `manual_dir` is a data root laid out like shared/data; `config` adds structure arrays: a
+    StructureConfig or the name of a ready-made one (STRUCTURE_FAMILIES, e.g. "psan_gold").
     Raises DataError for an unknown dataset or when no source of its files can be reached.
     """
     if dataset not in BUILDERS:
         raise DataError(f"unknown dataset {dataset!r}", fix=f"use one of {', '.join(BUILDERS)}")
+    if isinstance(config, str):
+        config = structure_config(config, registry.DATASETS[dataset].kind)
     builder = BUILDERS[dataset](data_dir=os.fspath(data_dir), config=config,
                                 file_format="array_record")
     download_config = tfds.download.DownloadConfig(
         manual_dir=None if manual_dir is None else os.fspath(manual_dir), try_download_gcs=False)
     builder.download_and_prepare(download_config=download_config)
     return builder
+
+
+# --- Ready-made structure configs ------------------------------------------------------------
+# Config name -> (structure fields, parser): PSAN, Dependency-Transformer, PhraseTransformer.
+STRUCTURE_FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
+    f"{family}_{parser}": (fields, parser)
+    for family, fields in (("psan", ("segments", "blocks")), ("dt", ("relations", "levels")),
+                           ("hyper", ("members",)))
+    for parser in ("gold", "spacy")
+}
+
+
+def family_relation_vocab(parser: str) -> RelationVocabulary:
+    """The fixed relation vocabulary of a parser's labels: UD v2 relations for gold trees, the
+    spaCy parser's label set for spaCy (the "dt_*" configs and featurizers compared to them)."""
+    if parser == "gold":
+        return RelationVocabulary(arrays.UD_RELATIONS)
+    labels = parsers.SpacyParser().nlp.get_pipe("parser").labels
+    return RelationVocabulary(tuple(sorted(labels)))
+
+
+def structure_spec_of(name: str) -> arrays.StructureSpec:
+    """The arrays.StructureSpec of the ready-made config `name` (STRUCTURE_FAMILIES)."""
+    if name not in STRUCTURE_FAMILIES:
+        raise ConfigError(f"unknown structure config {name!r} (fix: one of "
+                          f"{', '.join(STRUCTURE_FAMILIES)}, or pass a StructureConfig)")
+    fields, parser = STRUCTURE_FAMILIES[name]
+    vocab = family_relation_vocab(parser) if "relations" in fields else None
+    return arrays.StructureSpec(fields, parser, relation_vocab=vocab)
+
+
+def structure_config(name: str, kind: str) -> StructureConfig:
+    """The ready-made StructureConfig `name` for a dataset of `kind`: keys `<role>/<field>` of the
+    kind's input roles, computed by `jaxenc.data.featurize.example_structures`."""
+    spec = structure_spec_of(name)
+    fields = {f"{role}/{key}": (np.int32, rank) for role in input_roles(kind)
+              for key, rank in spec.output_fields().items()}
+    return StructureConfig(name=name, description=f"{spec.fields} from {spec.parser} trees",
+                           split_structure_fn=lambda examples: example_structures(spec, kind,
+                                                                                  examples),
+                           structure_spec=fields)
 
 
 # --- Records -----------------------------------------------------------------------------------
@@ -283,9 +351,10 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
-def _checked_structures(example: Example, config: StructureConfig) -> dict[str, np.ndarray]:
-    """`config.structure_fn(example)`, checked against `config.structure_spec`."""
-    arrays = dict(config.structure_fn(example))
+def _checked_structures(example: Example, computed: Mapping[str, np.ndarray],
+                        config: StructureConfig) -> dict[str, np.ndarray]:
+    """The structure arrays `computed` for `example`, checked against `config.structure_spec`."""
+    arrays = dict(computed)
     fix = "make structure_spec declare every field structure_fn returns, with its dtype and rank"
     if set(arrays) != set(config.structure_spec):
         raise DataError(f"structure_fn returned fields {sorted(arrays)} but structure_spec "

@@ -36,7 +36,7 @@ from jax.sharding import Mesh
 from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.embeddings import load_vectors
-from jaxenc.data.featurize import Featurizer, tag_index
+from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
@@ -250,11 +250,14 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         log.info("word vectors: %s", vectors.coverage)
         pretrained, found = vectors.matrix, vectors.found if data_cfg.oov == "drop" else None
     tags = tag_index(splits["train"]) if info.kind == "tagging" else None
+    structure_fields, parse_cache = models.required_fields(encoder), workdir / "parse_cache"
+    relation_vocab = relation_vocabulary(workdir, config.model, structure_fields,
+                                         splits["train"], cache_dir=parse_cache)
     featurizer = Featurizer(
-        kind=info.kind, vocab=vocab, model_cfg=config.model,
-        structure_fields=models.required_fields(encoder), prefix=models.prefix_tokens(encoder),
-        found=found, target_vocab=target_vocab, tags=tags,
-        lowercase_fallback=data_cfg.lowercase_fallback)
+        kind=info.kind, vocab=vocab, model_cfg=config.model, structure_fields=structure_fields,
+        prefix=models.prefix_tokens(encoder), found=found, target_vocab=target_vocab, tags=tags,
+        lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
+        parse_cache_dir=parse_cache)
     batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
                              data_cfg, seed)
     task = build_task(info.kind, config.task, num_classes=info.num_classes,
@@ -272,6 +275,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         checkpointing.save_run_files(workdir, config, vocabularies)
         if tags is not None:
             (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
+        if relation_vocab is not None:
+            relation_vocab.save(workdir / RELATIONS_FILE)
     total, outside = count_params(params)
     summary = (f"{config.model.name} on {info.name} ({info.kind}): "
                f"{'/'.join(str(len(splits[s])) for s in ('train', 'dev', 'test'))} "

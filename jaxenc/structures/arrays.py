@@ -1,0 +1,273 @@
+"""A sentence's structure arrays for every model, at natural length (shared/spec/structures.md).
+
+One place computes them, so the featurizer (`jaxenc.data.featurize`) and the TFDS builds
+(`jaxenc.data.tfds_builders`) store exactly the same arrays. Fields (n = number of words):
+
+| field       | array                                  | model               | tree         |
+|-------------|----------------------------------------|---------------------|--------------|
+| `segments`  | int32[T, n] phrase id per level        | PSAN                | constituency |
+| `blocks`    | `blocks_1..blocks_T`: int32[P_t, 2]    | PSAN (blocked PSA)  | constituency |
+|             | (start, length) of each phrase         |                     |              |
+| `relations` | int32[n+1, n+1] ([root] node at 0)     | Dependency-Transf.  | dependency   |
+| `levels`    | int32[n+1] depth, clipped to max_level | Dependency-Transf.  | dependency   |
+| `members`   | int32[n-1, 2] (dependent, head) of     | PhraseTransformer   | dependency   |
+|             | each dependency hypernode              |                     |              |
+
+Trees come from the parser a `StructureSpec` names, through `jaxenc.structures.cache.parse_cached`
+so a dataset is parsed once:
+- "gold": the trees shipped with the data; a sentence without a constituency tree gets the phrase
+  tree derived from its gold dependency tree (`jaxenc.structures.derive`).
+- "spacy" / "spacy-constituency": spaCy dependency trees; the constituency tree is derived from
+  the same parse (spaCy runs once even when both kinds are needed).
+- "benepar": benepar constituency trees (constituency fields only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import ml_collections
+import numpy as np
+
+from jaxenc.data.records import Sentence
+from jaxenc.errors import ConfigError, StructureError
+from jaxenc.structures import cache, hypernodes, parsers, psan, relations
+from jaxenc.structures.derive import derive_tree
+from jaxenc.structures.trees import DependencyTree, Tree
+
+CONSTITUENCY, DEPENDENCY = "constituency", "dependency"
+DEFAULT_MAX_LEVEL = 15  # the level-embedding table has max_level + 1 rows
+# Structure field -> the kind of tree it is computed from.
+FIELD_TREES: dict[str, str] = {
+    "segments": CONSTITUENCY, "blocks": CONSTITUENCY,
+    "relations": DEPENDENCY, "levels": DEPENDENCY, "members": DEPENDENCY,
+}
+PARSER_NAMES = ("gold", "spacy", "spacy-constituency", "benepar")
+# The 37 universal relations of Universal Dependencies v2: the relation vocabulary of gold UD trees.
+UD_RELATIONS = (
+    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf", "compound",
+    "conj", "cop", "csubj", "dep", "det", "discourse", "dislocated", "expl", "fixed", "flat",
+    "goeswith", "iobj", "list", "mark", "nmod", "nsubj", "nummod", "obj", "obl", "orphan",
+    "parataxis", "punct", "reparandum", "root", "vocative", "xcomp")
+
+
+class SentenceTrees(NamedTuple):
+    """The trees of one sentence; a kind no requested field needs is None."""
+
+    constituency: Tree | None = None
+    dependency: DependencyTree | None = None
+
+
+def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[str], *,
+                     relation_vocab: relations.RelationVocabulary | None = None,
+                     num_levels: int = 3, min_split_len: int = 4,
+                     max_distance: int = relations.DEFAULT_MAX_DISTANCE,
+                     max_level: int = DEFAULT_MAX_LEVEL, binarize: bool = True,
+                     source: str = "") -> dict[str, np.ndarray]:
+    """The arrays of `fields` (module table) for one sentence, at natural length, all int32.
+
+    Args:
+      sentence: the sentence; its tokens must be the trees' words.
+      trees: its trees (`parse_trees`); the kinds the fields need must be present.
+      fields: names from FIELD_TREES; "blocks" yields the keys "blocks_1".."blocks_T".
+      relation_vocab: relation ids, needed by "relations".
+      num_levels, min_split_len, binarize: the PSAN division (psan.segments).
+      max_distance: the largest a + b that gets a distance-pair relation.
+      max_level: levels are clipped to it.
+      source: names the sentence in errors (e.g. "file:line").
+    """
+    _check_fields(fields)
+    constituency = _tree_of(trees, CONSTITUENCY, fields, sentence, source)
+    dependency = _tree_of(trees, DEPENDENCY, fields, sentence, source)
+    arrays: dict[str, np.ndarray] = {}
+    if constituency is not None:
+        segments = psan.segments(constituency, num_levels, min_split_len, binarize)
+        if "segments" in fields:
+            arrays["segments"] = segments
+        if "blocks" in fields:
+            arrays.update({f"blocks_{level}": block
+                           for level, block in enumerate(psan.blocks(segments), start=1)})
+    if "relations" in fields:
+        _require_relation_vocab(relation_vocab)
+        arrays["relations"] = relations.relations(dependency, relation_vocab, max_distance)
+    if "levels" in fields:
+        arrays["levels"] = relations.levels(dependency, max_level)
+    if "members" in fields:
+        arrays["members"] = hypernodes.dependency_members(dependency)
+    return arrays
+
+
+def output_fields(fields: Sequence[str], num_levels: int) -> dict[str, int]:
+    """Key -> rank of every array `structure_arrays` returns for `fields`."""
+    ranks = {"segments": 2, "relations": 2, "levels": 1, "members": 2}
+    keys = {}
+    for field in _check_fields(fields):
+        if field == "blocks":
+            keys.update({f"blocks_{level}": 2 for level in range(1, num_levels + 1)})
+        else:
+            keys[field] = ranks[field]
+    return keys
+
+
+def _check_fields(fields: Sequence[str]) -> Sequence[str]:
+    unknown = [field for field in fields if field not in FIELD_TREES]
+    if unknown:
+        raise ConfigError(f"unknown structure fields {unknown} (fix: use fields of "
+                          f"{', '.join(FIELD_TREES)})")
+    return fields
+
+
+def _require_relation_vocab(vocab: relations.RelationVocabulary | None) -> None:
+    if vocab is None:
+        raise ConfigError("the 'relations' field needs a relation vocabulary (fix: pass "
+                          "relation_vocab=RelationVocabulary.build(training trees))")
+
+
+def _tree_of(trees: SentenceTrees, kind: str, fields: Sequence[str], sentence: Sentence,
+             source: str) -> Tree | DependencyTree | None:
+    """The tree of `kind` when a field needs it, checked to have the sentence's words."""
+    if not any(FIELD_TREES[field] == kind for field in fields):
+        return None
+    tree = getattr(trees, kind)
+    if tree is None:
+        raise StructureError(f"no {kind} tree for fields {list(fields)}", path=source or None,
+                             fix="parse the sentences with parse_trees(..., fields)")
+    words = tree.leaves() if kind == CONSTITUENCY else list(tree.tokens)
+    if len(words) != len(sentence.tokens):
+        raise StructureError(f"{kind} tree has {len(words)} words, the sentence "
+                             f"{len(sentence.tokens)} tokens", path=source or None,
+                             fix="parse the sentence's own tokens")
+    return tree
+
+
+def parse_trees(sentences: Sequence[Sentence], fields: Sequence[str], parser: str = "gold", *,
+                cache_dir: str | os.PathLike | None = None) -> list[SentenceTrees]:
+    """The trees `fields` need for every sentence, from `parser` (module docstring).
+
+    Parser outputs are cached in `cache_dir` when one is given (gold trees are read directly).
+    """
+    _check_fields(fields)
+    if parser not in PARSER_NAMES:
+        raise ConfigError(f"unknown structure parser {parser!r} (fix: one of "
+                          f"{', '.join(PARSER_NAMES)})")
+    kinds = {FIELD_TREES[field] for field in fields}
+    if not kinds:
+        return [SentenceTrees() for _ in sentences]
+    if parser == "benepar" and DEPENDENCY in kinds:
+        raise ConfigError(f"benepar gives no dependency trees for fields {list(fields)} (fix: use "
+                          "parser 'spacy' or 'gold')")
+    dependency: list[DependencyTree | None] = [None] * len(sentences)
+    constituency: list[Tree | None] = [None] * len(sentences)
+    if parser == "gold":
+        if DEPENDENCY in kinds:
+            dependency = _parse(parsers.GoldParser(DEPENDENCY), sentences, None)
+        if CONSTITUENCY in kinds:
+            constituency = _gold_constituency(sentences, dependency)
+    elif parser == "benepar":
+        constituency = _parse(parsers.BeneparParser(), sentences, cache_dir)
+    else:  # spaCy: one dependency parse, the phrase tree derived from it
+        dependency = _parse(parsers.SpacyParser(), sentences, cache_dir)
+        if CONSTITUENCY in kinds:
+            constituency = [derive_tree(tree).tree for tree in dependency]
+        if DEPENDENCY not in kinds:
+            dependency = [None] * len(sentences)
+    return [SentenceTrees(*pair) for pair in zip(constituency, dependency, strict=True)]
+
+
+def _parse(parser: parsers.Parser, sentences: Sequence[Sentence],
+           cache_dir: str | os.PathLike | None) -> list:
+    if cache_dir is None or parser.name == "gold":
+        return parser.parse(sentences)
+    return cache.parse_cached(parser, sentences, cache_dir)
+
+
+def _gold_constituency(sentences: Sequence[Sentence],
+                       dependency: Sequence[DependencyTree | None]) -> list[Tree]:
+    """Gold constituency trees; a sentence without one gets the tree derived from its heads."""
+    trees = []
+    gold = parsers.GoldParser(CONSTITUENCY)
+    for sentence, dtree in zip(sentences, dependency, strict=True):
+        if sentence.tree is not None or sentence.heads is None:
+            trees.append(gold.parse([sentence])[0])
+        else:
+            dtree = dtree or parsers.GoldParser(DEPENDENCY).parse([sentence])[0]
+            trees.append(derive_tree(dtree).tree)
+    return trees
+
+
+@dataclasses.dataclass(frozen=True)
+class StructureSpec:
+    """Which structure arrays to compute, from which parser, with which options.
+
+    Attributes:
+      fields: structure fields (FIELD_TREES), e.g. a model's REQUIRED_FIELDS.
+      parser: one of PARSER_NAMES.
+      relation_vocab: relation ids for "relations".
+      num_levels, min_split_len, binarize, max_distance, max_level: as `structure_arrays`.
+      cache_dir: where parser outputs are cached (None: not cached).
+    """
+
+    fields: tuple[str, ...]
+    parser: str = "gold"
+    relation_vocab: relations.RelationVocabulary | None = None
+    num_levels: int = 3
+    min_split_len: int = 4
+    binarize: bool = True
+    max_distance: int = relations.DEFAULT_MAX_DISTANCE
+    max_level: int = DEFAULT_MAX_LEVEL
+    cache_dir: str | None = None
+
+    @classmethod
+    def from_config(cls, model_cfg: ml_collections.ConfigDict, fields: Sequence[str], *,
+                    relation_vocab: relations.RelationVocabulary | None = None,
+                    cache_dir: str | os.PathLike | None = None) -> StructureSpec:
+        """The spec of a model config: its keys named like the attributes override the defaults."""
+        options = {field.name: model_cfg[field.name] for field in dataclasses.fields(cls)
+                   if field.name in model_cfg and field.name not in ("fields", "relation_vocab",
+                                                                     "cache_dir")}
+        return cls(tuple(fields), relation_vocab=relation_vocab,
+                   cache_dir=None if cache_dir is None else os.fspath(cache_dir), **options)
+
+    def __post_init__(self):
+        _check_fields(self.fields)
+        if "relations" in self.fields:
+            _require_relation_vocab(self.relation_vocab)
+
+    def output_fields(self) -> dict[str, int]:
+        """Key -> rank of every array `arrays` returns."""
+        return output_fields(self.fields, self.num_levels)
+
+    def parse(self, sentences: Sequence[Sentence]) -> list[SentenceTrees]:
+        return parse_trees(sentences, self.fields, self.parser, cache_dir=self.cache_dir)
+
+    def arrays(self, sentence: Sentence, trees: SentenceTrees,
+               source: str = "") -> dict[str, np.ndarray]:
+        """`structure_arrays` of one parsed sentence with this spec's options."""
+        return structure_arrays(
+            sentence, trees, self.fields, relation_vocab=self.relation_vocab,
+            num_levels=self.num_levels, min_split_len=self.min_split_len,
+            max_distance=self.max_distance, max_level=self.max_level, binarize=self.binarize,
+            source=source)
+
+    def __call__(self, sentences: Sequence[Sentence],
+                 sources: Sequence[str] | None = None) -> list[dict[str, np.ndarray]]:
+        """The arrays of every sentence (parsed together); `sources` name them in errors."""
+        sources = [""] * len(sentences) if sources is None else sources
+        return [self.arrays(sentence, trees, source) for sentence, trees, source
+                in zip(sentences, self.parse(sentences), sources, strict=True)]
+
+
+def build_relation_vocab(sentences: Sequence[Sentence], parser: str = "gold", *,
+                         max_distance: int = relations.DEFAULT_MAX_DISTANCE,
+                         keep_subtypes: bool = False,
+                         cache_dir: str | os.PathLike | None = None,
+                         ) -> relations.RelationVocabulary:
+    """The relation vocabulary of the dependency trees `parser` gives `sentences` (training)."""
+    trees = parse_trees(sentences, ("levels",), parser, cache_dir=cache_dir)
+    return relations.RelationVocabulary.build((t.dependency for t in trees),
+                                              max_distance=max_distance,
+                                              keep_subtypes=keep_subtypes)
+
