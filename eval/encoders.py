@@ -122,8 +122,9 @@ class CheckpointEncoder:
         import jax
 
         from jaxenc.data.embeddings import load_vectors
-        from jaxenc.data.featurize import Featurizer
+        from jaxenc.data.featurize import RELATIONS_FILE, Featurizer
         from jaxenc.models.registry import prefix_tokens, required_fields
+        from jaxenc.structures.relations import RelationVocabulary
         from jaxenc.training.checkpointing import load_trained_encoder
 
         self.workdir = Path(workdir)
@@ -132,10 +133,13 @@ class CheckpointEncoder:
         if config.data.embeddings and config.data.oov == "drop":  # words without a vector go
             found = load_vectors(config.data.embeddings, vocab, oov="drop",
                                  lowercase_fallback=config.data.lowercase_fallback).found
+        relations = self.workdir / RELATIONS_FILE  # the run's relation ids, if its model has any
         self._featurizer = Featurizer(
             kind="single", vocab=vocab, model_cfg=config.model,
             structure_fields=required_fields(module), prefix=prefix_tokens(module), found=found,
-            lowercase_fallback=config.data.lowercase_fallback)
+            lowercase_fallback=config.data.lowercase_fallback,
+            relation_vocab=RelationVocabulary.load(relations) if relations.is_file() else None,
+            parse_cache_dir=self.workdir / "parse_cache")
         self._apply = jax.jit(lambda params, fields: module.apply(
             {"params": params}, fields, train=False)["sentence"])
         self.batch_size, self.bucket_step, self.progress = batch_size, bucket_step, progress
@@ -154,8 +158,8 @@ class CheckpointEncoder:
         from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
 
         # The label is required by the "single" featurizer and unused here.
-        features = [self._featurizer(Example(sentences=(s,), label=0, uid=f"sentence {i}"))
-                    for i, s in enumerate(sentences)]
+        features = self._featurizer.many([Example(sentences=(s,), label=0, uid=f"sentence {i}")
+                                          for i, s in enumerate(sentences)])
         lengths = np.array([len(f["sentence/tokens"]) for f in features])
         buckets = bucket_lengths(int(lengths.max()), self.bucket_step)
         batcher = Batcher(features, batch_size=self.batch_size, buckets=buckets, shuffle=False)

@@ -8,6 +8,7 @@
 - `hypernodes`: PhraseTransformer hypernodes and their adjacency (built on device).
 - `stats`: PSAN Table 1 statistics (`python -m jaxenc.structures.stats`).
 - `parsers`, `cache`: parser back-ends for sentences without trees, and their on-disk cache.
+- `arrays`: every model's structure arrays for a sentence (used by the featurizer and TFDS).
 """
 
 from jaxenc.structures.trees import DependencyTree, Tree, parse_bracketed
