@@ -239,3 +239,41 @@ def test_real_glove_subset(data_root):
     assert cov.num_tokens == sum(len(s) for s in sentences)
     assert cov.tokens_found == tokens_found
     assert 0.7 < cov.token_rate < 0.8  # the README: about 80% of SST/TREC tokens
+
+
+def test_several_files_read_in_order_first_wins(tmp_path):
+    first = write_vectors(tmp_path / "a.txt", {"cat": [1.0, 2.0], "dog": [3.0, 4.0]})
+    second = write_vectors(tmp_path / "b.txt", {"dog": [9.0, 9.0], "fish": [5.0, 6.0]},
+                           header=True)
+    vocab = Vocabulary.build([["cat", "dog", "fish", "owl"]])
+    for spec in ([first, second], f"{first},{second}"):
+        vectors = load_vectors(spec, vocab, oov="random", seed=3)
+        for word, want in {"cat": [1, 2], "dog": [3, 4], "fish": [5, 6]}.items():
+            np.testing.assert_array_equal(vectors.matrix[vocab.id(word)], want)
+        assert not vectors.found[vocab.id("owl")]
+        assert vectors.coverage.lines_read == 4
+    with pytest.raises(DataError, match="missing.txt"):
+        load_vectors([first, tmp_path / "missing.txt"], vocab)
+    other_dim = write_vectors(tmp_path / "c.txt", {"owl": [1.0, 2.0, 3.0]})
+    with pytest.raises(DataError, match="c.txt:1"):
+        load_vectors([first, other_dim], vocab)
+
+
+def test_real_glove_files_together(data_root):
+    sentences = [line.split()[1:] for line in
+                 (data_root / "trec" / "TREC.train").read_text("latin-1").splitlines()]
+    vocab = Vocabulary.build(sentences)
+    folder = data_root / "glove_subsets"
+    paths = [folder / "glove.6B.50d.first2446.txt", folder / "glove.6B.50d.subset5403.txt"]
+    both = load_vectors(paths, vocab, oov="hashed")
+    reference = {}
+    for path in paths:
+        for word, vector in parse_glove_reference(path)[0].items():
+            reference.setdefault(word, vector)
+    for i, word in enumerate(vocab.tokens[NUM_SPECIAL:], start=NUM_SPECIAL):
+        source = word if word in reference else word.lower()
+        assert both.found[i] == (source in reference)
+        if source in reference:
+            np.testing.assert_array_equal(both.matrix[i], reference[source])
+    alone = load_vectors(paths[0], vocab, oov="hashed")
+    assert both.coverage.tokens_found > alone.coverage.tokens_found

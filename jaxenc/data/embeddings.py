@@ -17,7 +17,7 @@ import dataclasses
 import gzip
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -171,80 +171,97 @@ def _fallback_index(vocab: Vocabulary) -> dict[str, list[int]]:
     return index
 
 
-def load_vectors(path: str | os.PathLike, vocab: Vocabulary, *, oov: str = "random",
-                 seed: int = 0, lowercase_fallback: bool = True, expected_dim: int | None = None,
+def vector_paths(path: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
+    """The existing vector files named by `path`: one path, "A,B" or a sequence of paths."""
+    if isinstance(path, str):
+        names = [part for part in path.split(",") if part]
+    elif isinstance(path, os.PathLike):
+        names = [path]
+    else:
+        names = list(path)
+    paths = [Path(name) for name in names]
+    for candidate in paths or [Path(str(path))]:
+        if not candidate.is_file():
+            raise DataError("word vectors file not found", path=candidate,
+                            fix="download GloVe (https://nlp.stanford.edu/projects/glove/) and "
+                            "point the embeddings path at the .txt file(s), comma-separated")
+    return paths
+
+
+def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: Vocabulary, *,
+                 oov: str = "random", seed: int = 0, lowercase_fallback: bool = True,
+                 expected_dim: int | None = None,
                  token_counts: Mapping[str, int] | None = None) -> Vectors:
-    """Reads the rows of `vocab`'s words from a GloVe (`word v1 ... vd`) or word2vec text file.
+    """Reads the rows of `vocab`'s words from GloVe (`word v1 ... vd`) or word2vec text files.
 
     Args:
-      path: the vectors file (optionally .gz); a first line "count dim" marks word2vec format.
+      path: the vectors file (optionally .gz; a first line "count dim" marks word2vec format), or
+        several files of one dimension (a comma-separated string or a sequence), read in order.
       vocab: the vocabulary whose rows are wanted (special tokens are never looked up).
       oov: "random" | "hashed" | "drop", the policy for words without a vector (module doc).
       seed: seed of the OOV vectors.
-      lowercase_fallback: a word absent from the file takes the vector of its lower-cased form.
-      expected_dim: raise DataError unless the file's vectors have this size.
+      lowercase_fallback: a word absent from the files takes the vector of its lower-cased form.
+      expected_dim: raise DataError unless the vectors have this size.
       token_counts: word counts of the data for the token coverage (default: `vocab.counts`).
 
     Returns:
       Vectors(matrix float32[len(vocab), d], found bool[len(vocab)], coverage). Lines that are not
-      valid UTF-8 are skipped and counted; a word's first line wins.
+      valid UTF-8 are skipped and counted; a word's first line (in file order) wins.
     """
     if oov not in OOV_POLICIES:
         raise ConfigError(f"unknown OOV policy {oov!r}; choose one of {OOV_POLICIES}")
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("word vectors file not found", path=path,
-                        fix="download GloVe (https://nlp.stanford.edu/projects/glove/) and "
-                        "point the embeddings path at the .txt file")
+    paths = vector_paths(path)
     ids = {token: i for i, token in enumerate(vocab.tokens) if i >= NUM_SPECIAL}
     fallback = _fallback_index(vocab) if lowercase_fallback else {}
     exact = np.zeros(len(vocab), dtype=bool)
     lower = np.zeros(len(vocab), dtype=bool)
-    matrix = dim = header = None
+    matrix = dim = None
     lines_read = invalid = 0
-    for number, raw in _numbered_lines(path):
-        try:
-            line = raw.decode("utf-8").rstrip()
-        except UnicodeDecodeError:
-            lines_read, invalid = lines_read + 1, invalid + 1
-            continue
-        if number == 1 and (header := _word2vec_header(line)) is not None:
-            dim = header[1]
-            continue
-        if not line:
-            continue
-        lines_read += 1
-        if dim is None:
-            dim = len(line.split()) - 1
-        if matrix is None:
-            if expected_dim is not None and dim != expected_dim:
-                raise DataError(f"the vectors are {dim}-d, {expected_dim}-d expected", path=path,
-                                line=number, fix="use a file of that size or change the "
-                                "embedding size in the config")
-            matrix = np.zeros((len(vocab), dim), dtype=np.float32)
-        word, numbers = _split_vector_line(line, dim, path, number)
-        target, lower_targets = ids.get(word), fallback.get(word, ())
-        if (target is None or exact[target]) and not lower_targets:
-            continue
-        vector = _parse_numbers(numbers, path, number)
-        if target is not None and not exact[target]:
-            matrix[target], exact[target] = vector, True
-        for i in lower_targets:
-            if not exact[i] and not lower[i]:
-                matrix[i], lower[i] = vector, True
+    for path in paths:
+        header, file_lines = None, 0
+        for number, raw in _numbered_lines(path):
+            try:
+                line = raw.decode("utf-8").rstrip()
+            except UnicodeDecodeError:
+                lines_read, invalid, file_lines = lines_read + 1, invalid + 1, file_lines + 1
+                continue
+            if number == 1 and (header := _word2vec_header(line)) is not None:
+                dim = header[1] if dim is None else dim
+                continue
+            if not line:
+                continue
+            lines_read, file_lines = lines_read + 1, file_lines + 1
+            if dim is None:
+                dim = len(line.split()) - 1
+            if matrix is None:
+                if expected_dim is not None and dim != expected_dim:
+                    raise DataError(f"the vectors are {dim}-d, {expected_dim}-d expected",
+                                    path=path, line=number, fix="use a file of that size or "
+                                    "change the embedding size in the config")
+                matrix = np.zeros((len(vocab), dim), dtype=np.float32)
+            word, numbers = _split_vector_line(line, dim, path, number)
+            target, lower_targets = ids.get(word), fallback.get(word, ())
+            if (target is None or exact[target]) and not lower_targets:
+                continue
+            vector = _parse_numbers(numbers, path, number)
+            if target is not None and not exact[target]:
+                matrix[target], exact[target] = vector, True
+            for i in lower_targets:
+                if not exact[i] and not lower[i]:
+                    matrix[i], lower[i] = vector, True
+        if header is not None and header[0] != file_lines:
+            raise DataError(f"the word2vec header announces {header[0]} vectors, the file has "
+                            f"{file_lines}", path=path, line=1, fix="the file is truncated; "
+                            "re-download it")
     if matrix is None:
-        raise DataError("no word vectors in the file", path=path,
+        raise DataError("no word vectors in the file", path=",".join(map(str, paths)),
                         fix="check that it is a GloVe or word2vec text file")
-    if header is not None and header[0] != lines_read:
-        raise DataError(f"the word2vec header announces {header[0]} vectors, the file has "
-                        f"{lines_read}", path=path, line=1, fix="the file is truncated; "
-                        "re-download it")
     lower &= ~exact
     found = exact | lower
     _fill_missing(matrix, found, vocab, oov, seed)
     counts = vocab.counts if token_counts is None else token_counts
     coverage = Coverage(
-        path=str(path), dim=dim, lines_read=lines_read, invalid_lines=invalid,
+        path=",".join(map(str, paths)), dim=dim, lines_read=lines_read, invalid_lines=invalid,
         num_types=len(vocab) - NUM_SPECIAL, types_exact=int(exact.sum()),
         types_lowercase=int(lower.sum()),
         num_tokens=sum(counts.values()) if counts else None,

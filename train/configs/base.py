@@ -8,7 +8,8 @@ Sections:
   task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
               train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
   data        data_dir ($JAXENC_DATA_DIR), batch sizes, buckets, max_length, vocabulary
-              (min_count, max_vocab, lowercase), embeddings (GloVe text file) + oov policy,
+              (min_count, max_vocab, lowercase), embeddings (GloVe text files, comma-separated,
+              earlier files win) + oov policy,
               freeze_embeddings
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
