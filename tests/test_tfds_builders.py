@@ -175,3 +175,19 @@ def test_failed_download_is_a_data_error_with_the_fix(tmp_path, monkeypatch, fil
         "TREC.train": jtfds.RemoteFile(f"{base_url}/missing/TREC.train")})
     with pytest.raises(DataError, match=r"cannot download dataset 'trec': .*404.*manual_dir"):
         jtfds.prepare("trec", tmp_path / "tfds")
+
+
+def test_training_reads_a_dataset_through_tfds(data_root, tmp_path):
+    """config.data.tfds_dir: the harness's splits equal the ones read from the files directly."""
+    from jaxenc.training.loop import load_splits
+    from train.configs import base
+
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(data_root)
+    direct = load_splits(config)
+    config.data.tfds_dir = str(tmp_path / "tfds")
+    through_tfds = load_splits(config)
+    assert {name: len(split) for name, split in through_tfds.items()} == {
+        name: len(split) for name, split in direct.items()}
+    assert through_tfds == direct
+    assert (tmp_path / "tfds" / jtfds.tfds_name("trec")).is_dir()

@@ -227,6 +227,14 @@ def prepare(dataset: str, data_dir: str | os.PathLike, *,
     return builder
 
 
+def load_split(dataset: str, split: str, data_dir: str | os.PathLike, *,
+               manual_dir: str | os.PathLike | None = None) -> list[Example]:
+    """The examples of one split through TFDS: built under `data_dir` on first use (from
+    `manual_dir`, $JAXENC_DATA_DIR or a download), then read from its array_record files."""
+    source = prepare(dataset, data_dir, manual_dir=manual_dir).as_data_source(split=split)
+    return [to_example(source[i]) for i in range(len(source))]
+
+
 # --- Ready-made structure configs ------------------------------------------------------------
 # Config name -> (structure fields, parser): PSAN, Dependency-Transformer, PhraseTransformer.
 STRUCTURE_FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {

@@ -102,7 +102,13 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
     (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
     test_fraction, deterministically given train.seed."""
     info = registry.DATASETS[config.task.dataset]
-    load = lambda split: registry.load(info.name, split, config.data.data_dir or None)
+    if config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
+        from jaxenc.data import tfds_builders
+
+        load = lambda split: tfds_builders.load_split(
+            info.name, split, config.data.tfds_dir, manual_dir=config.data.data_dir or None)
+    else:
+        load = lambda split: registry.load(info.name, split, config.data.data_dir or None)
     train = load("train" if "train" in info.splits else info.splits[0])
     splits = {}
     for split in ("test", "dev"):

@@ -7,9 +7,10 @@ Sections:
   model       name + the encoder's hyperparameters (MODEL_PRESETS)
   task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
               train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
-  data        data_dir ($JAXENC_DATA_DIR), batch sizes, buckets, max_length, vocabulary
-              (min_count, max_vocab, lowercase), embeddings (GloVe text files, comma-separated,
-              earlier files win) + oov policy,
+  data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
+              TFDS builder, built there once from data_dir or a download), batch sizes,
+              buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
+              (GloVe text files, comma-separated, earlier files win) + oov policy,
               freeze_embeddings
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
@@ -72,7 +73,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
 
     config.data = ml_collections.ConfigDict(dict(
-        data_dir=os.environ.get("JAXENC_DATA_DIR", ""), batch_size=64, eval_batch_size=128,
+        data_dir=os.environ.get("JAXENC_DATA_DIR", ""), tfds_dir="", batch_size=64,
+        eval_batch_size=128,
         bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
         embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False))
 
