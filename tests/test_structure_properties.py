@@ -150,18 +150,12 @@ def test_bracket_round_trip(tree):
 @given(constituency_trees())
 def test_collapse_and_binarize_keep_the_words(tree):
     assert tree.collapse_unary().leaves() == tree.leaves() == tree.binarize().leaves()
-    for node in _all_nodes(tree.binarize()):
+    for node in tree.binarize().subtrees():
         assert len(node.children) <= 2
-    for node in _all_nodes(tree.collapse_unary()):
+    for node in tree.collapse_unary().subtrees():
         assert len(node.children) != 1
 
 
-def _all_nodes(tree):
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)
 
 
 # ----------------------------------------------------------------------------- PSAN

@@ -364,12 +364,6 @@ def test_snli_parses_round_trip(data_root):
             assert parse.to_bracketed() == record[f"{key}_parse"]
             assert parse_bracketed(binary.to_bracketed()) == binary
             assert binary.leaves() == parse.leaves()
-            assert all(len(node.children) in (0, 2) for node in _nodes(binary.collapse_unary()))
+            assert all(len(node.children) in (0, 2) for node in binary.collapse_unary().subtrees())
 
 
-def _nodes(tree):
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(node.children)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 
 from jaxenc.data.records import Sentence
 from jaxenc.errors import StructureError
@@ -67,16 +68,18 @@ class Tree:
     def is_leaf(self) -> bool:
         return self.word is not None
 
-    def leaves(self, *, unescape: bool = False) -> list[str]:
-        """The tokens left to right; `unescape=True` maps PTB escapes back (`unescape_ptb`)."""
-        words, stack = [], [self]
+    def subtrees(self) -> Iterator[Tree]:
+        """Every node, this one included, in pre-order (parents first, left to right)."""
+        stack = [self]
         while stack:
             node = stack.pop()
-            if node.word is not None:
-                words.append(unescape_ptb(node.word) if unescape else node.word)
-            else:
-                stack.extend(reversed(node.children))
-        return words
+            yield node
+            stack.extend(reversed(node.children))
+
+    def leaves(self, *, unescape: bool = False) -> list[str]:
+        """The tokens left to right; `unescape=True` maps PTB escapes back (`unescape_ptb`)."""
+        return [unescape_ptb(node.word) if unescape else node.word
+                for node in self.subtrees() if node.word is not None]
 
     def to_bracketed(self) -> str:
         """One-line PTB bracket string; `parse_bracketed` of it gives an equal tree.
