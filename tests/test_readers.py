@@ -362,6 +362,23 @@ def test_expand_phrases_on_real_trees(data_root):
                 list(phrase.sentences[0].tokens), str(phrase.label))
 
 
+def test_repeat_emphasised_counts_each_phrase_by_label_and_root(tmp_path):
+    # Root neutral (kept 3x as a whole sentence), one non-neutral and three neutral sub-phrases.
+    tree = "(2 (2 (2 a) (3 good)) (2 film))"
+    (example,) = sst.read_sst_trees(_write(tmp_path / "t.txt", tree + "\n"))
+    phrases = sst.expand_phrases(example)
+    repeated = sst.repeat_emphasised(phrases, 3)
+    expected = []  # written out: root x3, (2 a good) x1, (2 a) x1, (3 good) x3, (2 film) x1
+    for phrase, copies in zip(phrases, [3, 1, 1, 3, 1], strict=True):
+        expected += [(phrase.sentences, phrase.label)] * copies
+    assert [(p.sentences, p.label) for p in repeated] == expected
+    assert len({p.uid for p in repeated}) == len(repeated)
+    assert repeated[1].uid == phrases[0].uid + "*1"
+    assert sst.repeat_emphasised(phrases, 1) == phrases
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        sst.repeat_emphasised(phrases, 0)
+
+
 def test_sst_bad_trees_name_file_and_line(tmp_path):
     unbalanced = _write(tmp_path / "unbalanced.txt", "(2 fine)\n(3 (2 a) (3 b)\n")
     with pytest.raises(DataError, match="unbalanced.txt:2"):

@@ -342,6 +342,28 @@ def test_bad_names_fail_before_any_work(tmp_path, section, key, value, message):
     assert not any(tmp_path.iterdir())
 
 
+def test_phrase_repeats_oversample_sst_train_only(data_root, tmp_path):
+    lines = (data_root / "sst_ptb_trees" / "train.txt").read_text(encoding="utf-8").split("\n")
+    folder = tmp_path / "data" / "sst_ptb_trees"
+    folder.mkdir(parents=True)
+    (folder / "train.txt").write_text("\n".join(lines[:50]) + "\n", encoding="utf-8")
+    for split in ("dev", "test"):
+        (folder / f"{split}.txt").write_text(lines[0] + "\n", encoding="utf-8")
+    config = base.get_config("bag,sst5_phrases")
+    config.data.data_dir = str(tmp_path / "data")
+    once = loop.load_splits(config)
+    config.data.phrase_repeats = 3
+    thrice = loop.load_splits(config)
+    emphasised = sum(e.label != 2 or e.uid.endswith("#0") for e in once["train"])
+    assert len(thrice["train"]) == len(once["train"]) + 2 * emphasised
+    assert thrice["dev"] == once["dev"] and thrice["test"] == once["test"]
+    config = base.get_config("bag,trec")
+    config.data.phrase_repeats = 3
+    with pytest.raises(ConfigError, match="phrase_repeats=3 applies to sst5_phrases only"):
+        loop.run(config, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_missing_data_folder_is_a_data_error(tmp_path):
     config = base.get_config("bag,trec")
     config.data.data_dir = str(tmp_path / "nowhere")

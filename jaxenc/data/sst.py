@@ -5,11 +5,13 @@
 - Trees `{train,dev,test}.txt`: one binarised constituency tree a line with a 0-4 sentiment label
   on every node, `(3 (2 (2 The) (2 Rock)) ...)`. An Example per tree: label = root label,
   `Sentence.tree` = the bracket string (labels kept), tokens = its leaves. `expand_phrases` turns a
-  tree into an Example per labelled node, for phrase-level training.
+  tree into an Example per labelled node, for phrase-level training; `repeat_emphasised` repeats
+  the non-neutral phrases and whole sentences among them (DiSAN's code does so 3x).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from jaxenc.data.records import Example, Sentence
@@ -76,6 +78,21 @@ def expand_phrases(example: Example) -> list[Example]:
     return [Example(sentences=(Sentence(tokens=tokens, text=" ".join(tokens), tree=bracketed),),
                     label=_sentiment(node, example.uid), uid=f"{example.uid}#{index}")
             for index, (node, tokens, bracketed) in enumerate(_labelled_nodes(tree))]
+
+
+def repeat_emphasised(phrases: list[Example], repeats: int) -> list[Example]:
+    """`phrases` (from `expand_phrases`) with every non-neutral phrase and every whole sentence
+    (phrase index 0) `repeats` times in a row; copy k > 0 gets uid `<uid>*<k>`. Neutral
+    sub-sentence phrases stay once. repeats = 1 returns the list unchanged."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    repeated = []
+    for phrase in phrases:
+        copies = repeats if phrase.label != NEUTRAL or phrase.uid.endswith("#0") else 1
+        repeated.append(phrase)
+        repeated.extend(dataclasses.replace(phrase, uid=f"{phrase.uid}*{copy}")
+                        for copy in range(1, copies))
+    return repeated
 
 
 def _labelled_nodes(tree: Tree) -> list[tuple[Tree, tuple[str, ...], str]]:

@@ -33,7 +33,7 @@ import optax
 import tqdm
 from jax.sharding import Mesh
 
-from jaxenc.data import registry
+from jaxenc.data import registry, sst
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
@@ -60,6 +60,9 @@ from jaxenc.training.state import (
 from jaxenc.training.steps import EvalStep, make_eval_step, make_train_step, to_host
 
 log = logging.getLogger(__name__)
+
+# Datasets whose train split is SST phrases (`sst.expand_phrases`): data.phrase_repeats applies.
+PHRASE_DATASETS = ("sst5_phrases",)
 
 EVAL_SPLITS = ("dev", "test")
 
@@ -117,13 +120,23 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
         else:
             train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
                                           config.train.seed, split)
-    splits["train"] = train
+    splits["train"] = _repeat_phrases(train, info.name, config.data.get("phrase_repeats", 1))
     for name, examples in splits.items():
         kept = [e for e in examples if _has_target(e, info.kind)]
         if len(kept) < len(examples):
             log.info("%s: dropped %d examples without a target", name, len(examples) - len(kept))
         splits[name] = kept
     return splits
+
+
+def _repeat_phrases(train: list[Example], dataset: str, repeats: int) -> list[Example]:
+    """data.phrase_repeats: SST phrase training's oversampling (sst.repeat_emphasised)."""
+    if repeats == 1:
+        return train
+    if dataset not in PHRASE_DATASETS:
+        raise ConfigError(f"data.phrase_repeats={repeats} applies to {', '.join(PHRASE_DATASETS)} "
+                          f"only, not {dataset!r} (fix: leave --config.data.phrase_repeats at 1)")
+    return sst.repeat_emphasised(train, repeats)
 
 
 def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],

@@ -11,7 +11,7 @@ Sections:
               TFDS builder, built there once from data_dir or a download), batch sizes,
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
               (GloVe text files, comma-separated, earlier files win) + oov policy,
-              freeze_embeddings
+              freeze_embeddings, phrase_repeats (SST phrase oversampling)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -76,7 +76,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         data_dir=os.environ.get("JAXENC_DATA_DIR", ""), tfds_dir="", batch_size=64,
         eval_batch_size=128,
         bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
-        embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False))
+        embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
+        # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
+        # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
+        phrase_repeats=1))
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
