@@ -1,0 +1,69 @@
+"""train.compare: grouping of runs by config and mean ± std over seeds, on run directories
+written here in train.main's format (config.json + metrics.jsonl)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxenc.errors import DataError
+from jaxenc.training import checkpointing
+from jaxenc.training.report import MetricsLog
+from train import compare
+from train.configs import base
+
+
+def _write_run(workdir, model, seed, dev_by_step, best_step, test_accuracy, **overrides):
+    config = base.get_config(f"{model},sick_e")
+    config.train.seed = seed
+    for key, value in overrides.items():
+        section, name = key.split(".")
+        config[section][name] = value
+    workdir.mkdir(parents=True)
+    (workdir / checkpointing.CONFIG_FILE).write_text(json.dumps(config.to_dict()))
+    log = MetricsLog(workdir / "metrics.jsonl")
+    for step, accuracy in dev_by_step.items():
+        log.write(step, "train", {"loss": 1.0 / step})
+        log.write(step, "dev", {"accuracy": accuracy, "loss": 0.5})
+    log.write(best_step, "test", {"accuracy": test_accuracy, "loss": 0.6})
+    return workdir
+
+
+def test_groups_by_config_and_averages_the_best_dev_step(tmp_path):
+    rng = np.random.default_rng(0)
+    tests = rng.uniform(0.7, 0.9, size=3)
+    devs = rng.uniform(0.7, 0.9, size=(3, 2))
+    runs = [_write_run(tmp_path / f"disan_s{seed}", "disan", seed, {10: devs[seed, 0],
+                                                                  20: devs[seed, 1]},
+                       best_step=10 + 10 * (seed % 2), test_accuracy=tests[seed])
+            for seed in range(3)]
+    runs.append(_write_run(tmp_path / "disan_k09", "disan", 0, {10: 0.8}, 10, 0.81,
+                           **{"model.keep_prob": 0.9}))
+    runs.append(_write_run(tmp_path / "bag", "bag", 0, {10: 0.7}, 10, 0.75))
+    rows = compare.summary_rows([compare.read_run(run) for run in runs])
+
+    assert [row["runs"] for row in rows] == [
+        "disan sick_e model.keep_prob=0.75", "disan sick_e model.keep_prob=0.9", "bag sick_e"]
+    assert [row["seeds"] for row in rows] == ["0,1,2", "0", "0"]
+    best_devs = [devs[0, 0], devs[1, 1], devs[2, 0]]  # best steps 10, 20, 10
+    assert rows[0]["test accuracy"] == (
+        f"{np.mean(tests):.4f} ± {np.std(tests, ddof=1):.4f}")
+    assert rows[0]["dev accuracy"] == (
+        f"{np.mean(best_devs):.4f} ± {np.std(best_devs, ddof=1):.4f}")
+    assert rows[1]["test accuracy"] == "0.8100" and rows[2]["dev accuracy"] == "0.7000"
+
+
+def test_unfinished_and_foreign_directories_are_named(tmp_path, capsys):
+    run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    (run / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # no test record yet
+    with pytest.raises(DataError, match=r"run/metrics.jsonl: no test result.*let the run finish"):
+        compare.read_run(run)
+    with pytest.raises(DataError, match=r"elsewhere/config.json: file not found"):
+        compare.read_run(tmp_path / "elsewhere")
+    finished = _write_run(tmp_path / "finished", "bag", 1, {10: 0.7}, 10, 0.75)
+    table = compare.main([str(finished), "--output", str(tmp_path / "table.md")])
+    assert (tmp_path / "table.md").read_text() == table + "\n"
+    assert "| bag sick_e | 1 | 0.7000 | 0.7500 |" in capsys.readouterr().out
