@@ -63,6 +63,9 @@ def test_unfinished_and_foreign_directories_are_named(tmp_path, capsys):
         compare.read_run(run)
     with pytest.raises(DataError, match=r"elsewhere/config.json: file not found"):
         compare.read_run(tmp_path / "elsewhere")
+    with pytest.raises(SystemExit, match="2"):
+        compare.main([str(tmp_path / "elsewhere")])
+    assert "error: " in capsys.readouterr().err
     finished = _write_run(tmp_path / "finished", "bag", 1, {10: 0.7}, 10, 0.75)
     table = compare.main([str(finished), "--output", str(tmp_path / "table.md")])
     assert (tmp_path / "table.md").read_text() == table + "\n"

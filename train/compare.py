@@ -120,7 +120,10 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("workdirs", nargs="+", help="finished train.main run directories")
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
-    runs = [read_run(workdir) for workdir in args.workdirs]
+    try:
+        runs = [read_run(workdir) for workdir in args.workdirs]
+    except DataError as error:
+        parser.exit(2, f"error: {error}\n")
     table = report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")
