@@ -362,6 +362,9 @@ def test_phrase_repeats_oversample_sst_train_only(data_root, tmp_path):
     with pytest.raises(ConfigError, match="phrase_repeats=3 applies to sst5_phrases only"):
         loop.run(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+    config.data.phrase_repeats = 0
+    with pytest.raises(ConfigError, match="phrase_repeats=0 is below 1"):
+        loop.run(config, tmp_path / "run")
 
 
 def test_missing_data_folder_is_a_data_error(tmp_path):

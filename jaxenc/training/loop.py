@@ -131,6 +131,9 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
 
 def _repeat_phrases(train: list[Example], dataset: str, repeats: int) -> list[Example]:
     """data.phrase_repeats: SST phrase training's oversampling (sst.repeat_emphasised)."""
+    if repeats < 1:
+        raise ConfigError(f"data.phrase_repeats={repeats} is below 1 (fix: 1 = every phrase "
+                          "once, 3 = DiSAN's oversampling)")
     if repeats == 1:
         return train
     if dataset not in PHRASE_DATASETS:
