@@ -24,7 +24,6 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 
 from jaxenc.models import disan
@@ -36,12 +35,10 @@ MIB = 2.0**20
 
 
 def encoder_config(impl: str, block_size: int | None, embed_dim: int,
-                   hidden: int) -> ml_collections.ConfigDict:
+                   hidden: int) -> disan.DiSANConfig:
     """The SNLI configuration with the given attention implementation (block_size: blocked only)."""
-    return ml_collections.ConfigDict(dict(
-        name="disan", embed_dim=embed_dim, hidden=hidden, c=5.0, activation="elu", keep_prob=0.75,
-        attention_impl=impl, block_size=block_size or 1, blocked_threshold=0,
-        freeze_embeddings=False))
+    return disan.DiSANConfig(embed_dim=embed_dim, hidden=hidden, keep_prob=0.75,
+                             attention_impl=impl, block_size=block_size or 1, blocked_threshold=0)
 
 
 def model_flops(batch: int, length: int, embed_dim: int, hidden: int) -> float:
@@ -95,8 +92,9 @@ def benchmark_length(length: int, variants: list[tuple[str, int | None]],
     sentence = {"tokens": jnp.asarray(rng.integers(1, args.vocab, (args.batch, length)),
                                       jnp.int32),
                 "lengths": jnp.full((args.batch,), length, jnp.int32)}
-    models = {variant: disan.from_config(encoder_config(*variant, args.embed_dim, args.hidden),
-                                         args.vocab) for variant in variants}
+    models = {variant: disan.DiSAN(args.vocab, encoder_config(*variant, args.embed_dim,
+                                                              args.hidden))
+              for variant in variants}
     init = jax.jit(lambda key: models[variants[0]].init(key, sentence, train=False))
     params = init(jax.random.key(0)) if to_run else jax.eval_shape(init, jax.random.key(0))
     steps, rows = {}, {}

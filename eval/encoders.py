@@ -123,7 +123,7 @@ class CheckpointEncoder:
 
         from jaxenc.data.embeddings import load_vectors
         from jaxenc.data.featurize import RELATIONS_FILE, Featurizer
-        from jaxenc.models.registry import prefix_tokens, required_fields
+        from jaxenc.models.registry import structure_spec
         from jaxenc.structures.relations import RelationVocabulary
         from jaxenc.training.checkpointing import load_trained_encoder
 
@@ -134,9 +134,10 @@ class CheckpointEncoder:
             found = load_vectors(config.data.embeddings, vocab, oov="drop",
                                  lowercase_fallback=config.data.lowercase_fallback).found
         relations = self.workdir / RELATIONS_FILE  # the run's relation ids, if its model has any
+        needs = structure_spec(config.model)
         self._featurizer = Featurizer(
             kind="single", vocab=vocab, model_cfg=config.model,
-            structure_fields=required_fields(module), prefix=prefix_tokens(module), found=found,
+            structure_fields=needs.fields, prefix=needs.prefix_tokens, found=found,
             lowercase_fallback=config.data.lowercase_fallback,
             relation_vocab=RelationVocabulary.load(relations) if relations.is_file() else None,
             parse_cache_dir=self.workdir / "parse_cache")

@@ -21,13 +21,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from jaxenc.errors import DataError
-from jaxenc.layers.masks import length_mask, masked_softmax
-from jaxenc.layers.multidim_attention import DirectionalMask, score_function
+from jaxenc.layers.masks import length_mask
 from jaxenc.models.disan import DiSAN
 from jaxenc.training import report
 
 DISAN_DIRECTIONS = ("forward", "backward")
-_PROJECTIONS = ("query", "key")  # DropoutDense submodules of Token2TokenAttention
 _DPI = 100
 PHRASE_COLOURS = matplotlib.colormaps["tab10"].colors  # phrase p gets colour p mod 10
 
@@ -56,11 +54,10 @@ def disan_token2token_probs(encoder: DiSAN, params: Mapping[str, Any],
                             length: int | None = None) -> dict[str, jax.Array]:
     """DiSAN's token2token attention probabilities for one sentence, averaged over features.
 
-    Runs `encoder` (deterministic, train=False) once, capturing the query and key projections of
-    each direction's attention block, then recomputes the probabilities exactly as the model does
-    (DiSAN eq. 15-18: P^j_i = softmax_i(c tanh((q_j + k_i + b) / c) + M_ji), per feature, with the
-    shared `masked_softmax` and `DirectionalMask`). Queries past `length` get no keys: the model
-    zeroes their outputs (eq. 20).
+    Runs `encoder` (deterministic, train=False) once with the "intermediates" collection
+    mutable and reads the probabilities each direction's attention sows (DiSAN eq. 15-18:
+    P^j_i = softmax_i(c tanh((q_j + k_i + b) / c) + M_ji), per feature, then averaged). Queries
+    past `length` get no weight: the model zeroes their outputs (eq. 20).
 
     Args:
       encoder: a DiSAN module (e.g. from `jaxenc.training.checkpointing.load_trained_encoder`).
@@ -76,21 +73,13 @@ def disan_token2token_probs(encoder: DiSAN, params: Mapping[str, Any],
     tokens = jnp.asarray(tokens, jnp.int32)
     num_tokens = tokens.shape[0]
     lengths = jnp.asarray([num_tokens if length is None else length], jnp.int32)
-    _, state = encoder.apply(
-        {"params": params}, {"tokens": tokens[None], "lengths": lengths}, train=False,
-        capture_intermediates=lambda module, method: module.name in _PROJECTIONS,
-        mutable=["intermediates"])
-    score_fn, _ = score_function("scaled_tanh", encoder.c)  # DirectionalSelfAttention's score
-    probs = {}
-    for direction in DISAN_DIRECTIONS:
-        captured = state["intermediates"][direction]["attention"]
-        queries, keys = (captured[name]["__call__"][0][0] for name in _PROJECTIONS)  # [L, d]
-        keys = keys + params[direction]["attention"]["score_bias"]
-        scores = score_fn(queries[:, None, :] + keys[None, :, :])  # [query j, key i, d]
-        mask = DirectionalMask(lengths, direction).matrix(num_tokens)[0]  # bool[L, L]
-        mask &= length_mask(lengths, num_tokens)[0][:, None]  # the model zeroes padding queries
-        probs[direction] = masked_softmax(scores, mask[..., None], axis=1).mean(axis=-1)
-    return probs
+    _, state = encoder.apply({"params": params}, {"tokens": tokens[None], "lengths": lengths},
+                             train=False, mutable=["intermediates"])
+    real_queries = length_mask(lengths, num_tokens)[0][:, None]
+    return {direction: jnp.where(real_queries,
+                                 state["intermediates"][direction]["attention"][
+                                     "attention_weights"][0][0], 0.0)
+            for direction in DISAN_DIRECTIONS}
 
 
 def plot_attention(tokens: Sequence[str], weights: np.ndarray | jax.Array, title: str = "",

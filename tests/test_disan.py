@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import ConfigError
-from jaxenc.models import disan
+from jaxenc.models.registry import build_encoder
 
 VOCAB, EMBED, HIDDEN, C = 20, 6, 5, 2.0
 LENGTHS = [6, 3, 1, 0]  # full, padded, one token (no forward/backward key), empty filler row
@@ -44,7 +44,7 @@ def init_params(model, batch, seed=0):
 def reference_setup():
     """A batch with padding, an empty row and a one-token row, and parameters (any impl)."""
     batch = random_batch(LENGTHS, 6, seed=1)
-    return batch, init_params(disan.from_config(config(), VOCAB), batch, seed=2)
+    return batch, init_params(build_encoder(config(), VOCAB), batch, seed=2)
 
 
 # ---- reference: eqs. 14-20 and 12-13 with explicit loops, for xp = numpy or jax.numpy ----------
@@ -115,7 +115,7 @@ def scalar_loss(token_states, sentence):
 @pytest.mark.parametrize("impl", ["dense", "blocked"])
 def test_outputs_match_loop_reference(reference_setup, impl):
     batch, params = reference_setup
-    model = disan.from_config(config(attention_impl=impl), VOCAB)
+    model = build_encoder(config(attention_impl=impl), VOCAB)
     out = model.apply({"params": params}, batch, train=False)
     chex.assert_shape(out["tokens"], (4, 6, 2 * HIDDEN))
     chex.assert_shape(out["sentence"], (4, 2 * HIDDEN))
@@ -139,7 +139,7 @@ def test_gradients_match_loop_reference_for_dense_and_blocked(reference_setup):
 
     expected = jax.grad(reference_loss)(params)
     for impl in ("dense", "blocked"):  # block 4 does not divide L = 6
-        model = disan.from_config(config(attention_impl=impl), VOCAB)
+        model = build_encoder(config(attention_impl=impl), VOCAB)
         grads = jax.jit(jax.grad(functools.partial(model_loss, model)))(params)
         chex.assert_tree_all_finite(grads)
         chex.assert_trees_all_close(grads, expected, rtol=2e-4, atol=2e-5)
@@ -149,7 +149,7 @@ def test_padding_does_not_change_the_encoding(reference_setup):
     _, params = reference_setup
     short = random_batch([5, 2], 5, seed=3)
     padded = {"tokens": jnp.pad(short["tokens"], ((0, 0), (0, 4))), "lengths": short["lengths"]}
-    model = disan.from_config(config(attention_impl="auto", blocked_threshold=8), VOCAB)
+    model = build_encoder(config(attention_impl="auto", blocked_threshold=8), VOCAB)
     out_short = model.apply({"params": params}, short, train=False)  # dense (5 < 8)
     out_padded = model.apply({"params": params}, padded, train=False)  # blocked (9 >= 8)
     np.testing.assert_allclose(out_padded["tokens"][:, :5], out_short["tokens"], rtol=1e-5,
@@ -161,7 +161,7 @@ def test_padding_does_not_change_the_encoding(reference_setup):
 
 
 def test_parameter_count_of_the_snli_configuration():
-    model = disan.from_config(config(embed_dim=300, hidden=300, c=5.0), VOCAB)
+    model = build_encoder(config(embed_dim=300, hidden=300, c=5.0), VOCAB)
     batch = random_batch([3], 4)
     shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), batch, train=False))["params"]
 
@@ -187,7 +187,7 @@ def test_parameter_count_of_the_snli_configuration():
 
 def test_dropout_is_stochastic_only_in_training(reference_setup):
     batch, params = reference_setup
-    model = disan.from_config(config(keep_prob=0.7), VOCAB)
+    model = build_encoder(config(keep_prob=0.7), VOCAB)
     variables = {"params": params}
 
     @functools.partial(jax.jit, static_argnums=0)
@@ -202,7 +202,7 @@ def test_dropout_is_stochastic_only_in_training(reference_setup):
 
 def test_frozen_embeddings_get_no_gradient(reference_setup):
     batch, params = reference_setup
-    model = disan.from_config(config(freeze_embeddings=True), VOCAB)
+    model = build_encoder(config(freeze_embeddings=True), VOCAB)
     grads = jax.jit(jax.grad(
         lambda p: jnp.sum(model.apply({"params": p}, batch, train=False)["sentence"])))(params)
     np.testing.assert_array_equal(grads["embed"]["embedding"], 0.0)
@@ -213,4 +213,4 @@ def test_frozen_embeddings_get_no_gradient(reference_setup):
     ("attention_impl", "sparse"), ("activation", "swish"), ("block_size", 0), ("keep_prob", 0.0)])
 def test_bad_configuration_is_a_config_error(field, value):
     with pytest.raises(ConfigError, match=field):
-        disan.from_config(config(**{field: value}), VOCAB)
+        build_encoder(config(**{field: value}), VOCAB)

@@ -87,7 +87,8 @@ def test_disan_config_trains_one_step_on_real_data(name, data_root, tmp_path):
 @pytest.mark.parametrize("bag, disan", sorted(BAGS.items()))
 def test_bag_baseline_differs_from_its_disan_config_only_in_model_and_optimiser(bag, disan):
     baseline, reference = _config(bag).to_dict(), _config(disan).to_dict()
-    assert baseline["model"] == {"name": "bag", "embed_dim": 300}
+    assert baseline["model"] == {"name": "bag", "embed_dim": 300, "freeze_embeddings": False,
+                                 "dtype": "float32"}
     assert baseline["optim"]["name"] == "adam"
     for section in ("task", "data", "train", "checkpoint"):
         assert baseline[section] == reference[section], section

@@ -11,7 +11,9 @@ import pytest
 import scipy.stats
 
 from jaxenc.errors import ConfigError
-from jaxenc.layers.transformer import MultiHeadAttention, padding_attention_mask
+from jaxenc.layers.attention import MultiHeadAttention
+from jaxenc.layers.masks import PaddingMask, length_mask
+from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models import bag, transformer
 from jaxenc.models.registry import build_encoder
 from jaxenc.tasks import heads, losses, metrics
@@ -195,7 +197,7 @@ def test_multi_head_attention_matches_a_loop_and_zeroes_empty_rows():
     layer = MultiHeadAttention(num_heads=2, qkv_features=4, out_features=3)
     x = RNG.normal(size=(2, 5, 6)).astype(np.float32)
     lengths = np.array([3, 0], np.int32)  # the second sentence is empty: every row masked
-    mask = padding_attention_mask(jnp.asarray(lengths), 5, jnp.asarray(lengths), 5)
+    mask = PaddingMask(key_lengths=jnp.asarray(lengths), query_lengths=jnp.asarray(lengths))
     params = layer.init(jax.random.PRNGKey(2), x, x, mask, train=False)["params"]
     got = np.asarray(layer.apply({"params": params}, x, x, mask, train=False))
     p = jax.tree.map(np.asarray, params)
@@ -271,11 +273,11 @@ def test_unknown_model_is_a_config_error():
 
 
 def test_decoder_is_causal():
-    decoder = heads.TransformerDecoder(vocab_size=12, model_dim=8, num_layers=1, num_heads=2,
+    decoder = TransformerDecoder(vocab_size=12, model_dim=8, num_layers=1, num_heads=2,
                                        ff_dim=16, dropout_rate=0.0)
     inputs = RNG.integers(1, 12, size=(2, 6)).astype(np.int32)
     lengths, memory = np.array([6, 4], np.int32), RNG.normal(size=(2, 3, 5)).astype(np.float32)
-    memory_lengths = np.array([3, 2], np.int32)
+    memory_lengths = length_mask(np.array([3, 2], np.int32), 3)  # the memory_mask
     params = jax.jit(decoder.init, static_argnames="train")(
         jax.random.PRNGKey(0), inputs, lengths, memory, memory_lengths, train=False)["params"]
     jitted = jax.jit(lambda tokens, mem: decoder.apply(

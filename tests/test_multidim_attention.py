@@ -8,9 +8,10 @@ import pytest
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.fusion import FusionGate
+from jaxenc.layers.masks import DirectionalMask
 from jaxenc.layers.multidim_attention import (
-    DirectionalMask,
     Source2Token,
+    Token2TokenOptions,
     multidim_token2token,
     resolve_impl,
     score_function,
@@ -105,7 +106,8 @@ def test_token2token_matches_loop_reference_with_any_mask(score, impl):
     mask[1, 4] = True
     score_fn, bound = score_function(score, C)
     out = multidim_token2token(queries, keys, values, jnp.asarray(mask), score_fn=score_fn,
-                               score_bound=bound, impl=impl, block_size=3)
+                               score_bound=bound,
+                               options=Token2TokenOptions(attention_impl=impl, block_size=3))
     chex.assert_shape(out, (batch, n, d))
     chex.assert_type(out, jnp.float32)
     for b in range(batch):
@@ -115,13 +117,14 @@ def test_token2token_matches_loop_reference_with_any_mask(score, impl):
     np.testing.assert_array_equal(out[0, 2], 0.0)
 
 
-def attention_loss(impl, mask, score, block_size, batch_per_step=None):
+def attention_loss(impl, mask, score, block_size, examples_per_step=1):
     score_fn, bound = score_function(score, C)
+    options = Token2TokenOptions(attention_impl=impl, block_size=block_size,
+                                 examples_per_step=examples_per_step)
 
     def loss(queries, keys, values):
         out = multidim_token2token(queries, keys, values, mask, score_fn=score_fn,
-                                   score_bound=bound, impl=impl, block_size=block_size,
-                                   batch_per_step=batch_per_step)
+                                   score_bound=bound, options=options)
         return jnp.sum(jnp.sin(out) * jnp.arange(out.shape[-1]))
 
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))
@@ -150,7 +153,7 @@ def test_blocked_with_several_examples_per_step_equals_dense():
     inputs = random_inputs(2, batch, n, d)
     mask = DirectionalMask(jnp.array([7, 5, 2]), "forward")
     dense = attention_loss("dense", mask, "scaled_tanh", 4)(*inputs)
-    blocked = attention_loss("blocked", mask, "scaled_tanh", 4, batch_per_step=2)(*inputs)
+    blocked = attention_loss("blocked", mask, "scaled_tanh", 4, examples_per_step=2)(*inputs)
     chex.assert_trees_all_close(blocked, dense, rtol=1e-4, atol=1e-5)
 
 
@@ -170,8 +173,8 @@ def test_rows_without_keys_give_zeros_and_finite_grads(impl):
     # empty sentence; one-token sentence, backward: no query has a later real key
     mask = DirectionalMask(jnp.array([0, 1]), "backward")
     score_fn, bound = score_function("scaled_tanh", C)
-    out = multidim_token2token(*inputs, mask, score_fn=score_fn, score_bound=bound, impl=impl,
-                               block_size=2)
+    out = multidim_token2token(*inputs, mask, score_fn=score_fn, score_bound=bound,
+                               options=Token2TokenOptions(attention_impl=impl, block_size=2))
     np.testing.assert_array_equal(out, 0.0)
     _, grads = attention_loss(impl, mask, "scaled_tanh", 2)(*inputs)
     chex.assert_tree_all_finite(grads)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import ConfigError, DataError, StructureError
+from jaxenc.layers import masks
 from jaxenc.structures import hypernodes, psan, stats
 from jaxenc.structures.formats import read_bracketed
 from jaxenc.structures.relations import (
@@ -199,7 +200,7 @@ def test_dependency_hypernodes_are_the_arcs():
 def test_ngram_adjacency_by_hand():
     # L = 4 word nodes, k = 3: hypernodes (0,1) (1,2) (2,3) (0,2) (1,3); sentence length 3.
     spans = hypernodes.ngram_spans(4, 3)
-    adjacency = np.asarray(jax.jit(hypernodes.span_adjacency, static_argnums=2)(spans, 3, 4))
+    adjacency = np.asarray(jax.jit(masks.span_adjacency, static_argnums=2)(spans, 3, 4))
     chex.assert_shape(adjacency, (9, 9))
     names = ["w0", "w1", "w2", "w3", "01", "12", "23", "012", "123"]
     neighbours = {names[s]: {names[t] for t in np.flatnonzero(adjacency[s])} for s in range(9)}
@@ -215,7 +216,7 @@ def test_ngram_adjacency_by_hand():
         "123": set(),
     }
     members = hypernodes.spans_to_members(spans)
-    from_members = jax.jit(hypernodes.adjacency, static_argnums=2)(members, 3, 4)
+    from_members = jax.jit(masks.member_adjacency, static_argnums=2)(members, 3, 4)
     np.testing.assert_array_equal(from_members, adjacency)
 
 
@@ -223,7 +224,7 @@ def test_dependency_adjacency_batched():
     members = np.full((2, 4, 2), -1, np.int32)  # two sentences, up to 4 arcs each
     members[0, :3] = hypernodes.dependency_members(DOG_DEPS)  # 4 words
     members[1, :1] = [[1, 0]]  # 2 words
-    adjacency = np.asarray(jax.jit(hypernodes.adjacency, static_argnums=2)(
+    adjacency = np.asarray(jax.jit(masks.member_adjacency, static_argnums=2)(
         members, np.array([4, 2]), 5))
     chex.assert_shape(adjacency, (2, 9, 9))
     chex.assert_type(adjacency, bool)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxenc.errors import StructureError
+from jaxenc.layers import masks
 from jaxenc.structures import hypernodes, psan
 from jaxenc.structures.derive import derive_tree
 from jaxenc.structures.relations import RelationVocabulary, levels, relations
@@ -298,8 +299,8 @@ def test_validate_agrees_with_the_reference(heads):
 # ----------------------------------------------------------------------------- hypernodes
 
 NUM_WORDS, BATCH = 6, 2
-member_adjacency = jax.jit(hypernodes.adjacency, static_argnums=2)
-interval_adjacency = jax.jit(hypernodes.span_adjacency, static_argnums=2)
+member_adjacency = jax.jit(masks.member_adjacency, static_argnums=2)
+interval_adjacency = jax.jit(masks.span_adjacency, static_argnums=2)
 
 
 def reference_adjacency(node_sets: list[set[int]], length: int) -> np.ndarray:

@@ -393,7 +393,7 @@ def test_main_refuses_a_workdir_of_another_config_in_one_line(finished_run):
 
 @pytest.mark.parametrize("args, message", [
     (["--config=train/configs/default.py", "--config.optim.nme=adam"], 'Did you mean "name"'),
-    (["--config=train/configs/base.py:lstm,trec"], "no preset for model 'lstm'"),
+    (["--config=train/configs/base.py:lstm,trec"], "unknown model 'lstm'"),
     (["--config=train/configs/missing.py"], "No such file or directory"),
 ])
 def test_main_reports_bad_config_files_and_keys_in_one_line(tmp_path, args, message):

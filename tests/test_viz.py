@@ -7,7 +7,7 @@ import pytest
 
 from jaxenc import viz
 from jaxenc.errors import DataError
-from jaxenc.models.disan import DiSAN
+from jaxenc.models.disan import DiSAN, DiSANConfig
 from jaxenc.training.report import MetricsLog
 
 VOCAB, EMBED, HIDDEN, C = 20, 5, 4, 5.0
@@ -42,8 +42,9 @@ def _reference_probs(params: dict, tokens: np.ndarray, length: int, direction: s
 @pytest.fixture(scope="module", params=["dense", "blocked"])
 def disan(request):
     """(DiSAN module, params with every leaf random so that no bias is zero)."""
-    model = DiSAN(vocab_size=VOCAB, embed_dim=EMBED, hidden=HIDDEN, c=C, keep_prob=1.0,
-                  attention_impl=request.param, block_size=3)
+    model = DiSAN(vocab_size=VOCAB, config=DiSANConfig(
+        embed_dim=EMBED, hidden=HIDDEN, c=C, keep_prob=1.0, attention_impl=request.param,
+        block_size=3))
     sentence = {"tokens": TOKENS[None], "lengths": np.array([LENGTH], np.int32)}
     params = model.init(jax.random.key(0), sentence, train=False)["params"]
     leaves, treedef = jax.tree.flatten(params)

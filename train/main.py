@@ -63,7 +63,8 @@ def _one_line(error: Exception) -> str:
 
 
 # Raised while loading a config file or applying a --config.KEY=VALUE override.
-_CONFIG_ERRORS = (flags.Error, AttributeError, KeyError, OSError, TypeError, ValueError)
+_CONFIG_ERRORS = (flags.Error, AttributeError, KeyError, OSError, TypeError, ValueError,
+                  JaxencError)
 
 
 def _parse_flags(argv: list[str]) -> list[str]:

@@ -1,14 +1,211 @@
-"""Masks built on device from lengths, and a softmax that gives zeros for fully masked rows."""
+"""Attention masks and masked reductions, built on device from small integer arrays.
+
+One protocol serves both attention families (multi-dimensional token2token attention and
+multi-head attention): a mask is an object with
+
+    rows(query_index int[q], num_keys) -> bool[..., q, num_keys]
+
+True where query j may attend key i, for one sentence (no leading axes) or a batch (leading
+[B]); `matrix(num_queries, num_keys)` is every row at once. Masks are pytrees (flax.struct
+dataclasses), so they pass through jit, vmap and lax.map like arrays. Implementations:
+
+- `DenseMask`: an explicit bool[..., Lq, Lk] matrix.
+- `PaddingMask`: real queries may attend real keys (from lengths).
+- `DirectionalMask`: DiSAN's forward / backward / diag masks, the decoder's causal mask.
+- `SegmentMask`: same-phrase attention from segment ids (PSAN, eq. 1; diagonal optional).
+- `HypernodeMask`: PhraseTransformer's adjacency (eq. 6) from hypernode spans or members.
+
+A query whose row has no True entry (padding, empty sentences, the first token of a forward
+mask) gets zeros from `masked_softmax`, never NaN.
+"""
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import flax.struct
 import jax
 import jax.numpy as jnp
+
+from jaxenc.errors import ConfigError
+
+DIRECTIONS = ("forward", "backward", "diag", "causal", "none")
 
 
 def length_mask(lengths: jax.Array, max_len: int) -> jax.Array:
     """bool[..., max_len]: True at positions < length. lengths: int[...]."""
-    return jnp.arange(max_len) < lengths[..., None]
+    return jnp.arange(max_len) < jnp.asarray(lengths)[..., None]
+
+
+class Mask(Protocol):
+    """What an attention function needs of a mask (module docstring)."""
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array: ...
+
+    def matrix(self, num_queries: int, num_keys: int | None = None) -> jax.Array: ...
+
+
+class _RowsMask:
+    """`matrix` from `rows`."""
+
+    def matrix(self, num_queries: int, num_keys: int | None = None) -> jax.Array:
+        """bool[..., num_queries, num_keys]: every row of the mask (num_keys: num_queries)."""
+        return self.rows(jnp.arange(num_queries), num_queries if num_keys is None else num_keys)
+
+
+@flax.struct.dataclass
+class DenseMask(_RowsMask):
+    """An explicit mask: `values` bool[..., Lq, Lk] (True: query may attend key)."""
+
+    values: jax.Array
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        """Rows `query_index` int[q] (clipped into range) -> bool[..., q, Lk]."""
+        del num_keys  # the matrix has its own
+        return jnp.take(self.values, query_index, axis=-2, mode="clip")
+
+
+@flax.struct.dataclass
+class PaddingMask(_RowsMask):
+    """Query j may attend key i iff i < key_lengths (and j < query_lengths when given).
+
+    key_lengths, query_lengths: int[...] (one per sentence).
+    """
+
+    key_lengths: jax.Array
+    query_lengths: jax.Array | None = None
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        keys = length_mask(self.key_lengths, num_keys)[..., None, :]  # [..., 1, Lk]
+        if self.query_lengths is None:
+            return jnp.broadcast_to(keys, (*keys.shape[:-2], len(query_index), num_keys))
+        queries = query_index < jnp.asarray(self.query_lengths)[..., None]  # [..., q]
+        return queries[..., :, None] & keys
+
+
+@flax.struct.dataclass
+class DirectionalMask(_RowsMask):
+    """Structured mask built on the fly from positions (no [n, n] array needed).
+
+    Query j may attend key i iff i < length and the direction allows it: forward i < j (earlier
+    keys, DiSAN eq. 17), backward i > j (eq. 18), diag i != j (eq. 16), causal i <= j (a
+    decoder's self-attention), none: any key. `lengths` int[...] (one per sentence); queries at or
+    past the length keep their keys (callers zero padding rows, as DiSAN eq. 20 does).
+    """
+
+    lengths: jax.Array
+    direction: str = flax.struct.field(pytree_node=False)
+
+    def __post_init__(self):
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"unknown attention direction {self.direction!r} "
+                              f"(fix: use one of {', '.join(DIRECTIONS)})")
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        """bool[..., q, num_keys]: the mask rows of the queries at positions query_index int[q]."""
+        queries = query_index[:, None]
+        keys = jnp.arange(num_keys)[None, :]
+        allowed = {
+            "forward": lambda: keys < queries,
+            "backward": lambda: keys > queries,
+            "diag": lambda: keys != queries,
+            "causal": lambda: keys <= queries,
+            "none": lambda: jnp.ones((len(query_index), num_keys), bool),
+        }[self.direction]()
+        return allowed & (keys < jnp.asarray(self.lengths)[..., None, None])
+
+
+@flax.struct.dataclass
+class SegmentMask(_RowsMask):
+    """Same-segment attention: query j may attend key i iff both lie in the same segment
+    (phrase) and segment ids are >= 0 (padding is -1). PSAN eq. 1 disables the diagonal
+    (`include_self=False`), so a one-word phrase has no valid key.
+
+    segments: int[..., L] segment id per token.
+    """
+
+    segments: jax.Array
+    include_self: bool = flax.struct.field(pytree_node=False, default=False)
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        keys = self.segments[..., None, :num_keys]  # [..., 1, Lk]
+        queries = jnp.take(self.segments, query_index, axis=-1, mode="clip")[..., :, None]
+        allowed = (queries == keys) & (keys >= 0)
+        if not self.include_self:
+            allowed &= query_index[:, None] != jnp.arange(num_keys)[None, :]
+        return allowed
+
+
+def _with_word_nodes(hyper: jax.Array, num_words: int, word_row: jax.Array) -> jax.Array:
+    """Prepends the L word-node rows `word_row` [L, C] to `hyper` [..., M, C] -> [..., L+M, C]."""
+    words = jnp.broadcast_to(word_row, (*hyper.shape[:-2], num_words, hyper.shape[-1]))
+    return jnp.concatenate([words, hyper.astype(word_row.dtype)], axis=-2)
+
+
+def member_adjacency(members: jax.Array, lengths: jax.Array, num_words: int) -> jax.Array:
+    """bool[..., L+M, L+M]: PhraseTransformer eq. 6 for L word nodes then hypernodes given by
+    their members: A[s, t] iff words(s) ⊆ words(t) or words(t) ⊆ words(s), diagonal included,
+    False for invalid nodes.
+
+    Args:
+      members: int[..., M, K] token indices of each hypernode, -1 padded; an all -1 row is padding.
+      lengths: int[...] real sentence lengths; a node with a word at or past it is invalid.
+      num_words: L, the bucket length (static).
+    """
+    width = members.shape[-1]
+    word_row = jnp.full((num_words, width), -1, jnp.int32).at[:, 0].set(jnp.arange(num_words))
+    nodes = _with_word_nodes(members, num_words, word_row)  # [..., N, K]
+    present = nodes >= 0
+    lengths = jnp.asarray(lengths)[..., None, None]
+    valid = jnp.any(present, axis=-1) & jnp.all(~present | (nodes < lengths), axis=-1)
+    # found[..., s, t, a]: member a of node s is a member of node t.
+    found = jnp.any(nodes[..., :, None, :, None] == nodes[..., None, :, None, :], axis=-1)
+    subset = jnp.all(found | ~present[..., :, None, :], axis=-1)  # words(s) ⊆ words(t)
+    related = subset | jnp.swapaxes(subset, -1, -2)
+    return related & valid[..., :, None] & valid[..., None, :]
+
+
+def span_adjacency(spans: jax.Array, lengths: jax.Array, num_words: int) -> jax.Array:
+    """bool[..., L+M, L+M]: eq. 6 for hypernodes that are contiguous spans (n-grams): containment
+    of intervals, no member lists. spans: int[..., M, 2] (start, end inclusive), -1 rows padding;
+    lengths: int[...]; num_words: L (static). Equals `member_adjacency` of the same spans'
+    members."""
+    word_row = jnp.stack([jnp.arange(num_words)] * 2, axis=-1)
+    nodes = _with_word_nodes(spans, num_words, word_row)  # [..., N, 2]
+    start, end = nodes[..., 0], nodes[..., 1]
+    valid = (start >= 0) & (start <= end) & (end < jnp.asarray(lengths)[..., None])
+    inside = (start[..., None, :] <= start[..., :, None]) & (end[..., :, None] <= end[..., None, :])
+    related = inside | jnp.swapaxes(inside, -1, -2)  # inside[s, t]: span s within span t
+    return related & valid[..., :, None] & valid[..., None, :]
+
+
+@flax.struct.dataclass
+class HypernodeMask(_RowsMask):
+    """PhraseTransformer's within-phrase adjacency (eq. 6) over L word nodes + M hypernodes.
+
+    Exactly one of `spans` int[..., M, 2] (n-gram hypernodes, start/end inclusive) or `members`
+    int[..., M, K] (general hypernodes, -1 padded) is given; `lengths` int[...]; `num_words` L.
+    The adjacency is computed on device from these O(L) inputs, never shipped from the host.
+    """
+
+    lengths: jax.Array
+    num_words: int = flax.struct.field(pytree_node=False)
+    spans: jax.Array | None = None
+    members: jax.Array | None = None
+
+    def adjacency(self) -> jax.Array:
+        """bool[..., L+M, L+M]."""
+        if self.spans is not None:
+            return span_adjacency(self.spans, self.lengths, self.num_words)
+        return member_adjacency(self.members, self.lengths, self.num_words)
+
+    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
+        return jnp.take(self.adjacency(), query_index, axis=-2, mode="clip")[..., :num_keys]
+
+
+def as_mask(mask: Mask | jax.Array) -> Mask:
+    """A mask object; a bool array [..., Lq, Lk] becomes a DenseMask."""
+    return mask if hasattr(mask, "rows") else DenseMask(jnp.asarray(mask))
 
 
 def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:

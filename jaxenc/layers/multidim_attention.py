@@ -7,33 +7,35 @@ query, column i the key (as in the authors' code). For one sentence of n tokens,
     f_ji  = score(Q_j + K_i)                     Q = x W_q,  K = x W_k + b            [n, n, d]
     out_j = sum_i softmax_i(f_ji + M_ji) ⊙ V_i    softmax over keys, separately per feature
 
-M_ji = 0 where `mask[j, i]` is True and -inf elsewhere; a query with no valid key outputs zeros.
+M_ji = 0 where the mask (jaxenc.layers.masks: DirectionalMask, SegmentMask, DenseMask, ...)
+allows query j to see key i and -inf elsewhere; a query with no valid key outputs zeros.
 
 Two implementations of the same function (`impl`):
 - "dense": the [n, n, d] score tensor at once (the authors' formulation; simple, O(n^2 d) memory).
 - "blocked": a loop over blocks of queries that never holds more than [block, n, d] for one
   example; `jax.checkpoint` makes the backward pass recompute each block instead of storing it.
   When the scores are bounded (scaled tanh: |f| < c) the exponentials need no max-subtraction, so
-  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. On a CPU examples are visited one
-  at a time, so each block stays in cache (memory traffic of the dense tensor is the bottleneck):
-  bench/bench_disan.py measures it faster than dense at every length.
+  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. `examples_per_step` examples go
+  through the block loop together: 1 suits a CPU (each block stays in cache; bench/bench_disan.py
+  measures it faster than dense at every length), the whole batch (0) suits accelerators. It is an
+  explicit option, never sniffed from the backend at trace time, so an exported function does not
+  depend on where it was exported.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
 import flax.linen as nn
-import flax.struct
 import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.masks import masked_softmax
+from jaxenc.layers.masks import Mask, as_mask, masked_softmax
 
-DIRECTIONS = ("forward", "backward", "diag", "none")
 IMPLEMENTATIONS = ("auto", "dense", "blocked")
 # exp(f) without a shift stays a normal, finite float32 (also summed over keys) while |f| <= this.
 FUSED_EXP_LIMIT = 60.0
@@ -48,53 +50,6 @@ def score_function(name: str, c: float = 5.0) -> tuple[Callable[[jax.Array], jax
     if name == "scaled_tanh":
         return (lambda z: c * jnp.tanh(z / c)), float(c)
     return get_activation(name), None
-
-
-@flax.struct.dataclass
-class DirectionalMask:
-    """Structured token2token mask built on the fly from positions (no [n, n] array needed).
-
-    Query j may attend key i iff i < length and the direction allows it: forward i < j (earlier
-    keys, DiSAN eq. 17), backward i > j (eq. 18), diag i != j (eq. 16), none: any key.
-    `lengths` int[...] (one per sentence); rows get the shape lengths.shape + [q, n].
-    """
-
-    lengths: jax.Array
-    direction: str = flax.struct.field(pytree_node=False)
-
-    def __post_init__(self):
-        if self.direction not in DIRECTIONS:
-            raise ConfigError(f"unknown attention direction {self.direction!r} "
-                              f"(fix: use one of {', '.join(DIRECTIONS)})")
-
-    def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
-        """bool[..., q, num_keys]: the mask rows of the queries at positions query_index int[q]."""
-        queries = query_index[:, None]
-        keys = jnp.arange(num_keys)[None, :]
-        if self.direction == "forward":
-            allowed = keys < queries
-        elif self.direction == "backward":
-            allowed = keys > queries
-        elif self.direction == "diag":
-            allowed = keys != queries
-        else:
-            allowed = jnp.ones((len(query_index), num_keys), bool)
-        return allowed & (keys < jnp.asarray(self.lengths)[..., None, None])
-
-    def matrix(self, num_keys: int) -> jax.Array:
-        """bool[..., n, n]: the whole mask (queries are rows)."""
-        return self.rows(jnp.arange(num_keys), num_keys)
-
-
-Mask = jax.Array | DirectionalMask
-"""bool[n, n] (True: query j may attend key i) or a DirectionalMask; batched: leading [B]."""
-
-
-def mask_rows(mask: Mask, query_index: jax.Array, num_keys: int) -> jax.Array:
-    """bool[q, num_keys]: rows `query_index` int[q] of one sentence's mask (clipped in range)."""
-    if isinstance(mask, DirectionalMask):
-        return mask.rows(query_index, num_keys)
-    return jnp.take(mask, query_index, axis=0, mode="clip")
 
 
 def _attend(queries: jax.Array, keys: jax.Array, values: jax.Array, rows: jax.Array,
@@ -124,7 +79,7 @@ def token2token_dense(queries: jax.Array, keys: jax.Array, values: jax.Array, ma
                       score_fn: Callable[[jax.Array], jax.Array]) -> jax.Array:
     """One sentence: queries, keys, values [n, d], mask [n, n] -> [n, d], all [n, n, d] scores."""
     n = queries.shape[0]
-    rows = mask_rows(mask, jnp.arange(n), n)
+    rows = as_mask(mask).rows(jnp.arange(n), n)
     return _attend(queries, keys, values, rows, score_fn, fused=False, key_axis=1)
 
 
@@ -147,7 +102,7 @@ def token2token_blocked(queries: jax.Array, keys: jax.Array, values: jax.Array, 
     @jax.checkpoint
     def attend_block(block: tuple[jax.Array, jax.Array]) -> jax.Array:
         block_queries, start = block
-        rows = mask_rows(mask, start + jnp.arange(block_size), n)
+        rows = as_mask(mask).rows(start + jnp.arange(block_size), n)
         return _attend(block_queries, keys, values, rows, score_fn, fused=fused, key_axis=0)
 
     outputs = jax.lax.map(attend_block, (query_blocks, starts))  # [num_blocks, block_size, d]
@@ -164,28 +119,71 @@ def resolve_impl(impl: str, length: int, blocked_threshold: int) -> str:
     return impl
 
 
-def examples_per_step(batch: int) -> int:
-    """How many examples one step of the blocked loop handles: 1 on a CPU (each block stays in
-    cache; measured 1.7x faster than the whole batch at once), the whole batch on accelerators."""
-    return 1 if jax.default_backend() == "cpu" else batch
+@dataclasses.dataclass(frozen=True)
+class Token2TokenOptions:
+    """How token2token attention is computed (never what it computes).
+
+    Attributes:
+      attention_impl: "dense", "blocked" or "auto" (blocked from `blocked_threshold` tokens up).
+      block_size: queries per block of the blocked implementation.
+      blocked_threshold: the shortest bucket length "auto" computes blocked.
+      examples_per_step: examples the blocked loop takes per step; 0 = the whole batch (the
+        right choice on accelerators), 1 = one at a time (the fastest on a CPU, measured 1.7x
+        faster than the whole batch at once).
+    A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
+    """
+
+    attention_impl: str = "auto"
+    block_size: int = 16
+    blocked_threshold: int = 16
+    examples_per_step: int = 1
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """One-line ConfigError for an invalid option; cooperates with other config bases."""
+        fix = f"--config.model.attention_impl=auto, one of {', '.join(IMPLEMENTATIONS)}"
+        if self.attention_impl not in IMPLEMENTATIONS:
+            raise ConfigError(f"model.attention_impl={self.attention_impl!r} is not one of "
+                              f"{', '.join(IMPLEMENTATIONS)} (fix: {fix})")
+        for name, least in (("block_size", 1), ("blocked_threshold", 0),
+                            ("examples_per_step", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < least:
+                raise ConfigError(f"model.{name}={value!r} is not an integer >= {least} "
+                                  f"(fix: --config.model.{name}={max(least, 1)})")
+        parent = super()
+        if hasattr(parent, "validate"):
+            parent.validate()
 
 
 def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array, mask: Mask, *,
                          score_fn: Callable[[jax.Array], jax.Array], score_bound: float | None,
-                         impl: str = "auto", block_size: int = 16, blocked_threshold: int = 16,
-                         batch_per_step: int | None = None) -> jax.Array:
+                         options: Token2TokenOptions = Token2TokenOptions()) -> jax.Array:
     """Batched token2token attention: queries, keys, values [B, n, d], mask [B, n, n] -> [B, n, d].
 
     keys already include the score bias. The dense version is vmapped over the batch; the blocked
-    one visits `batch_per_step` examples at a time (default: `examples_per_step`).
+    one visits `options.examples_per_step` examples at a time (0: all).
     """
-    if resolve_impl(impl, queries.shape[1], blocked_threshold) == "dense":
+    impl = resolve_impl(options.attention_impl, queries.shape[1], options.blocked_threshold)
+    if impl == "dense":
         return jax.vmap(partial(token2token_dense, score_fn=score_fn))(queries, keys, values, mask)
     per_example = partial(token2token_blocked, score_fn=score_fn, score_bound=score_bound,
-                          block_size=block_size)
-    per_step = batch_per_step or examples_per_step(queries.shape[0])
+                          block_size=options.block_size)
+    per_step = options.examples_per_step or queries.shape[0]
     return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
                        batch_size=None if per_step == 1 else per_step)
+
+
+def feature_mean_probs(queries: jax.Array, keys: jax.Array, mask: Mask,
+                       score_fn: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """float32[B, n, n]: P^j_i averaged over features (row j = query), for pictures; rows
+    without a valid key are zeros."""
+    n = queries.shape[1]
+    rows = as_mask(mask).matrix(n, n)
+    scores = score_fn(queries[:, :, None, :] + keys[:, None, :, :])  # [B, query j, key i, d]
+    return masked_softmax(scores, rows[..., None], axis=2).mean(axis=-1)
 
 
 class Token2TokenAttention(nn.Module):
@@ -193,29 +191,30 @@ class Token2TokenAttention(nn.Module):
 
     x [B, n, d] -> [B, n, d]: f_ji = score(W_q x_j + W_k x_i + b) + M_ji, out_j = sum_i P^j_i ⊙ x_i.
     The two projections have no bias and share one dropout of their input; the values are the
-    undropped inputs. `score`: "scaled_tanh" (c * tanh(z / c)) or an activation name.
+    undropped inputs. `score`: "scaled_tanh" (c * tanh(z / c)) or an activation name. When the
+    "intermediates" collection is mutable the feature-averaged probabilities [B, n, n] are sown
+    as `attention_weights` (an extra dense pass; nothing is computed otherwise).
     """
 
     score: str = "scaled_tanh"
     c: float = 5.0
     keep_prob: float = 1.0
-    impl: str = "auto"
-    block_size: int = 16
-    blocked_threshold: int = 16
+    options: Token2TokenOptions = Token2TokenOptions()
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: Mask, *, train: bool) -> jax.Array:
-        """x [B, n, d]; mask bool[B, n, n] or DirectionalMask(lengths int[B]) -> [B, n, d]."""
+        """x [B, n, d]; mask: bool[B, n, n] or a Mask with leading [B] -> [B, n, d]."""
         features = x.shape[-1]
         dropped = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
         keys = DropoutDense(features, use_bias=False, name="key")(dropped, train=train)
         queries = DropoutDense(features, use_bias=False, name="query")(dropped, train=train)
-        bias = self.param("score_bias", nn.initializers.zeros, (features,))
+        keys = keys + self.param("score_bias", nn.initializers.zeros, (features,))
         score_fn, score_bound = score_function(self.score, self.c)
-        return multidim_token2token(queries, keys + bias, x, mask, score_fn=score_fn,
-                                    score_bound=score_bound, impl=self.impl,
-                                    block_size=self.block_size,
-                                    blocked_threshold=self.blocked_threshold)
+        if self.is_mutable_collection("intermediates"):
+            self.sow("intermediates", "attention_weights",
+                     feature_mean_probs(queries, keys, mask, score_fn))
+        return multidim_token2token(queries, keys, x, mask, score_fn=score_fn,
+                                    score_bound=score_bound, options=self.options)
 
 
 class Source2Token(nn.Module):

@@ -1,8 +1,9 @@
-"""Transformer building blocks (Vaswani et al., 2017) with explicit boolean masks.
+"""Transformer building blocks (Vaswani et al., 2017): the input stage, encoder and decoder
+layers, and the decoder stack that seq2seq tasks put on any encoder's memory.
 
-Shapes: B batch, Lq queries, Lk keys, D features, H heads. A mask is bool[B, Lq, Lk] (or anything
-broadcastable to it): True where query i may attend to key j. Rows with no valid key (padding
-queries, empty sentences) produce zeros, never NaN (`jaxenc.layers.masks.masked_softmax`).
+Shapes: B batch, L / T positions, S memory slots, D features. Attention masks follow
+`jaxenc.layers.masks` (query rows with no valid key give zeros, never NaN); multi-head attention
+is the one core of `jaxenc.layers.attention`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxenc.layers.masks import length_mask, masked_softmax
+from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention, ScoreBias
+from jaxenc.layers.embed import WordEmbed
+from jaxenc.layers.masks import DirectionalMask, Mask, length_mask
 
-DEFAULT_KERNEL_INIT = nn.initializers.xavier_uniform()
+POSITIONS = ("sinusoidal", "learned", "none")
 
 
 def sinusoidal_positions(length: int, features: int) -> jax.Array:
@@ -27,56 +30,29 @@ def sinusoidal_positions(length: int, features: int) -> jax.Array:
     return jnp.asarray(table)
 
 
-def padding_attention_mask(query_lengths: jax.Array, query_len: int,
-                           key_lengths: jax.Array, key_len: int) -> jax.Array:
-    """bool[B, Lq, Lk]: real queries may attend to real keys. lengths: int[B]."""
-    queries = length_mask(query_lengths, query_len)
-    keys = length_mask(key_lengths, key_len)
-    return queries[:, :, None] & keys[:, None, :]
+def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim: int,
+                dropout_rate: float, train: bool, positions: str = "sinusoidal",
+                max_positions: int = 512, trainable_embeddings: bool = True,
+                dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    """tokens int32[B, L] -> Dropout(W_in e(w) + PE) [B, L, model_dim], shared by encoders and
+    decoders.
 
-
-def causal_mask(length: int) -> jax.Array:
-    """bool[1, length, length]: query i sees keys j <= i (decoder self-attention)."""
-    return jnp.tril(jnp.ones((length, length), bool))[None]
-
-
-class MultiHeadAttention(nn.Module):
-    """MultiHead(Q, K, V) = Concat(head_1..head_H) W_O with
-    head_h = softmax(Q W_h^Q (K W_h^K)^T / sqrt(d_k)) V W_h^V (Vaswani et al. 2017, eq. 1).
-
-    Attributes:
-      num_heads: H; `qkv_features` must be divisible by it.
-      qkv_features: total width of the projected queries/keys/values (default: query width).
-      out_features: width of the output projection (default: query width).
-      dropout_rate: dropout on the attention weights (training only).
+    Call it inside a module's compact `__call__`: its submodules belong to that module ("embed",
+    the word table `jaxenc.layers.embed.WordEmbed`; "input_projection" when embed_dim !=
+    model_dim; "positions" for learned positions, `max_positions` rows).
     """
-
-    num_heads: int
-    qkv_features: int | None = None
-    out_features: int | None = None
-    dropout_rate: float = 0.0
-
-    @nn.compact
-    def __call__(self, queries: jax.Array, memory: jax.Array, mask: jax.Array, *,
-                 train: bool) -> jax.Array:
-        """queries [B, Lq, Dq], memory [B, Lk, Dk], mask bool[B, Lq, Lk] -> [B, Lq, D_out]."""
-        features = self.qkv_features or queries.shape[-1]
-        if features % self.num_heads:
-            raise ValueError(f"qkv_features={features} is not divisible by {self.num_heads} heads")
-        head_dim = features // self.num_heads
-
-        def project(name: str, inputs: jax.Array) -> jax.Array:  # [B, L, D] -> [B, L, H, d_k]
-            return nn.DenseGeneral((self.num_heads, head_dim), kernel_init=DEFAULT_KERNEL_INIT,
-                                   name=name)(inputs)
-
-        query, key = project("query", queries), project("key", memory)
-        value = project("value", memory)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key) / np.sqrt(head_dim).astype(np.float32)
-        weights = masked_softmax(scores, mask[:, None])
-        weights = nn.Dropout(self.dropout_rate)(weights, deterministic=not train)
-        heads = jnp.einsum("bhqk,bkhd->bqhd", weights, value)
-        return nn.DenseGeneral(self.out_features or queries.shape[-1], axis=(-2, -1),
-                               kernel_init=DEFAULT_KERNEL_INIT, name="out")(heads)
+    x = WordEmbed(vocab_size, embed_dim, trainable=trainable_embeddings, name="embed")(tokens)
+    x = x.astype(dtype)
+    if embed_dim != model_dim:
+        x = nn.Dense(model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=dtype,
+                     name="input_projection")(x)
+    length = tokens.shape[1]
+    if positions == "sinusoidal":
+        x = x + sinusoidal_positions(length, model_dim).astype(dtype)
+    elif positions == "learned":
+        table = nn.Embed(max_positions, model_dim, dtype=dtype, name="positions")
+        x = x + table(jnp.arange(length))
+    return nn.Dropout(dropout_rate)(x, deterministic=not train)
 
 
 class FeedForward(nn.Module):
@@ -84,31 +60,41 @@ class FeedForward(nn.Module):
 
     hidden: int
     dropout_rate: float = 0.0
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
-        h = nn.relu(nn.Dense(self.hidden, kernel_init=DEFAULT_KERNEL_INIT, name="hidden")(x))
+        dense = lambda width, name: nn.Dense(width, kernel_init=DEFAULT_KERNEL_INIT,
+                                             dtype=self.dtype, name=name)
+        h = nn.relu(dense(self.hidden, "hidden")(x))
         h = nn.Dropout(self.dropout_rate)(h, deterministic=not train)
-        return nn.Dense(x.shape[-1], kernel_init=DEFAULT_KERNEL_INIT, name="output")(h)
+        return dense(x.shape[-1], "output")(h)
 
 
 class EncoderBlock(nn.Module):
-    """Post-norm encoder layer: x = LN(x + Drop(MHA(x, x))); x = LN(x + Drop(FFN(x)))."""
+    """Post-norm encoder layer: x = LN(x + Drop(MHA(x, x))); x = LN(x + Drop(FFN(x))).
+
+    `score_bias` (see jaxenc.layers.attention) adds e.g. relation scores to the self-attention.
+    """
 
     num_heads: int
     ff_features: int
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, x: jax.Array, mask: jax.Array, *, train: bool) -> jax.Array:
-        """x [B, L, D], mask bool[B, L, L] -> [B, L, D]."""
+    def __call__(self, x: jax.Array, mask: Mask | jax.Array, *, train: bool,
+                 score_bias: ScoreBias | None = None) -> jax.Array:
+        """x [B, L, D], mask over [B, L, L] -> [B, L, D]."""
         drop = nn.Dropout(self.dropout_rate, deterministic=not train)
         attended = MultiHeadAttention(self.num_heads, dropout_rate=self.attention_dropout_rate,
-                                      name="self_attention")(x, x, mask, train=train)
-        x = nn.LayerNorm(name="attention_norm")(x + drop(attended))
-        transformed = FeedForward(self.ff_features, self.dropout_rate, name="ffn")(x, train=train)
-        return nn.LayerNorm(name="ffn_norm")(x + drop(transformed))
+                                      dtype=self.dtype, name="self_attention")(
+            x, x, mask, train=train, score_bias=score_bias)
+        x = nn.LayerNorm(dtype=self.dtype, name="attention_norm")(x + drop(attended))
+        transformed = FeedForward(self.ff_features, self.dropout_rate, self.dtype,
+                                  name="ffn")(x, train=train)
+        return nn.LayerNorm(dtype=self.dtype, name="ffn_norm")(x + drop(transformed))
 
 
 class DecoderBlock(nn.Module):
@@ -118,17 +104,63 @@ class DecoderBlock(nn.Module):
     ff_features: int
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, y: jax.Array, memory: jax.Array, self_mask: jax.Array,
-                 memory_mask: jax.Array, *, train: bool) -> jax.Array:
-        """y [B, T, D], memory [B, S, D], self_mask bool[B, T, T], memory_mask bool[B, T, S]."""
+    def __call__(self, y: jax.Array, memory: jax.Array, self_mask: Mask | jax.Array,
+                 memory_mask: Mask | jax.Array, *, train: bool) -> jax.Array:
+        """y [B, T, D], memory [B, S, D]; masks over [B, T, T] and [B, T, S]."""
         drop = nn.Dropout(self.dropout_rate, deterministic=not train)
         attention = lambda name: MultiHeadAttention(
-            self.num_heads, dropout_rate=self.attention_dropout_rate, name=name)
-        y = nn.LayerNorm(name="self_attention_norm")(
+            self.num_heads, dropout_rate=self.attention_dropout_rate, dtype=self.dtype, name=name)
+        norm = lambda name: nn.LayerNorm(dtype=self.dtype, name=name)
+        y = norm("self_attention_norm")(
             y + drop(attention("self_attention")(y, y, self_mask, train=train)))
-        y = nn.LayerNorm(name="memory_attention_norm")(
+        y = norm("memory_attention_norm")(
             y + drop(attention("memory_attention")(y, memory, memory_mask, train=train)))
-        transformed = FeedForward(self.ff_features, self.dropout_rate, name="ffn")(y, train=train)
-        return nn.LayerNorm(name="ffn_norm")(y + drop(transformed))
+        transformed = FeedForward(self.ff_features, self.dropout_rate, self.dtype,
+                                  name="ffn")(y, train=train)
+        return norm("ffn_norm")(y + drop(transformed))
+
+
+class TransformerDecoder(nn.Module):
+    """Target tokens [B, T] (shifted right, starting with BOS) + an encoder's memory -> logits
+    [B, T, V].
+
+    `input_stage` (embedding + sinusoidal positions + dropout), `num_layers` DecoderBlocks
+    (causal self-attention, attention over the memory slots that `memory_mask` marks real, FFN),
+    Dense over V. The memory is the encoder output contract's `memory` [B, S, D_m] (word states,
+    plus hypernodes or pooled slots for some encoders), projected to model_dim when D_m differs.
+    """
+
+    vocab_size: int
+    model_dim: int = 256
+    num_layers: int = 1
+    num_heads: int = 4
+    ff_dim: int = 512
+    dropout_rate: float = 0.1
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
+                 memory_mask: jax.Array, *, train: bool) -> jax.Array:
+        """inputs int32[B, T], input_lengths int32[B], memory [B, S, D_m], memory_mask
+        bool[B, S]."""
+        length = inputs.shape[1]
+        y = input_stage(inputs, vocab_size=self.vocab_size, embed_dim=self.model_dim,
+                        model_dim=self.model_dim, dropout_rate=self.dropout_rate, train=train,
+                        dtype=self.dtype)
+        if memory.shape[-1] != self.model_dim:
+            memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
+                              name="memory_projection")(memory)
+        real = length_mask(input_lengths, length)
+        self_mask = DirectionalMask(input_lengths, "causal").matrix(length) & real[..., None]
+        memory_rows = real[..., :, None] & memory_mask[..., None, :]  # [B, T, S]
+        for layer in range(self.num_layers):
+            y = DecoderBlock(self.num_heads, self.ff_dim, self.dropout_rate, dtype=self.dtype,
+                             name=f"layer_{layer}")(y, memory, self_mask, memory_rows,
+                                                    train=train)
+        y = y * real[..., None].astype(y.dtype)
+        return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
+                        name="logits")(y).astype(jnp.float32)
+

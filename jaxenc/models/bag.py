@@ -6,31 +6,43 @@ This is the "bag-of-embeddings" reference of the SentEval tables (heads_and_eval
 
 from __future__ import annotations
 
+import dataclasses
+
 import flax.linen as nn
 import jax
-import ml_collections
 
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import length_mask, masked_mean
+from jaxenc.models.config import EncoderConfig, require
+from jaxenc.models.registry import EncoderSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class BagConfig(EncoderConfig):
+    """Only the word table (EncoderConfig's fields); the mean is taken in float32."""
+
+    def validate(self) -> None:
+        require(self.dtype == "float32", "dtype", self.dtype,
+                "is meaningless for the bag (no computation to run in it)", "float32")
+        super().validate()
 
 
 class BagOfWords(nn.Module):
-    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": [B, L, D], "sentence": [B, D]}."""
-
-    REQUIRED_FIELDS = ()
+    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": [B, L, D], "sentence": [B, D],
+    "memory": [B, L, D], "memory_mask": bool[B, L]}."""
 
     vocab_size: int
-    embed_dim: int
+    config: BagConfig = BagConfig()
 
     @nn.compact
     def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
         del train  # nothing stochastic
         tokens = sentence["tokens"]
-        vectors = WordEmbed(self.vocab_size, self.embed_dim, name="embed")(tokens)
+        vectors = WordEmbed(self.vocab_size, self.config.embed_dim,
+                            trainable=not self.config.freeze_embeddings, name="embed")(tokens)
         mask = length_mask(sentence["lengths"], tokens.shape[1])
-        return {"tokens": vectors, "sentence": masked_mean(vectors, mask)}
+        return {"tokens": vectors, "sentence": masked_mean(vectors, mask),
+                "memory": vectors, "memory_mask": mask}
 
 
-def from_config(model_cfg: ml_collections.ConfigDict, vocab_size: int) -> BagOfWords:
-    """model_cfg: name="bag", embed_dim."""
-    return BagOfWords(vocab_size=vocab_size, embed_dim=model_cfg.embed_dim)
+SPEC = EncoderSpec(config=BagConfig, module=BagOfWords)

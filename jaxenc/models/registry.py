@@ -1,20 +1,24 @@
-"""Encoders by name. Each entry is a module with `from_config(model_cfg, vocab_size) -> nn.Module`.
+"""Encoders by name.
 
-Modules are imported on first use, so a model with heavy or optional dependencies costs nothing
-until a config names it. An encoder class may declare what the featurizer must provide:
-`REQUIRED_FIELDS` (structure fields besides tokens/lengths, e.g. ("segments", "blocks")) and
-`PREFIX_TOKENS` (special token ids prepended to every sentence, e.g. (ROOT,)).
+Each model module defines `SPEC = EncoderSpec(config=..., module=..., structure_spec=...)`;
+modules are imported on first use, so a model with heavy or optional dependencies costs nothing
+until a config names it. Every encoder is a flax module called as
+`encoder(sentence, *, train) -> {"tokens", "sentence", "memory", "memory_mask"}`
+(docs/ARCHITECTURE.md, "Encoders").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import flax.linen as nn
-import ml_collections
 
 from jaxenc.errors import ConfigError
+from jaxenc.models.config import EncoderConfig, StructureNeeds
 
 ENCODERS: dict[str, str] = {
     "bag": "jaxenc.models.bag",
@@ -23,32 +27,65 @@ ENCODERS: dict[str, str] = {
 }
 
 
+def _no_structures(config: EncoderConfig) -> StructureNeeds:
+    del config
+    return StructureNeeds()
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """One registered encoder.
+
+    Attributes:
+      config: its frozen config class (jaxenc.models.config.EncoderConfig).
+      module: its flax module class, built as `module(vocab_size=V, config=config)`.
+      structure_spec: config -> the structure fields and prefix tokens it needs.
+    """
+
+    config: type[EncoderConfig]
+    module: type[nn.Module]
+    structure_spec: Callable[[Any], StructureNeeds] = _no_structures
+
+
 def available(name: str) -> bool:
     """Whether encoder `name` is registered and its module can be found."""
     return name in ENCODERS and importlib.util.find_spec(ENCODERS[name]) is not None
 
 
-def build_encoder(model_cfg: ml_collections.ConfigDict, vocab_size: int) -> nn.Module:
-    """Returns the (unbound) encoder module that `model_cfg.name` names."""
-    name = model_cfg.name
+def encoder_spec(name: str) -> EncoderSpec:
+    """The EncoderSpec of model `name`."""
     if name not in ENCODERS:
         raise ConfigError(f"unknown model {name!r} (fix: set --config.model.name to one of "
                           f"{', '.join(sorted(ENCODERS))})")
     if not available(name):
         raise ConfigError(f"model {name!r} is registered but {ENCODERS[name]} is not installed")
-    module = importlib.import_module(ENCODERS[name])
-    try:
-        return module.from_config(model_cfg, vocab_size)
-    except AttributeError as missing:  # a ConfigDict without a field the model needs
-        raise ConfigError(f"model {name!r}: {missing} (fix: start from the model's preset, "
-                          f"--config=train/configs/base.py:{name},<task>)") from None
+    return importlib.import_module(ENCODERS[name]).SPEC
 
 
-def required_fields(encoder: nn.Module) -> tuple[str, ...]:
-    """Structure fields the encoder reads besides tokens and lengths."""
-    return tuple(getattr(encoder, "REQUIRED_FIELDS", ()))
+def encoder_config(model_cfg: Mapping[str, Any]) -> EncoderConfig:
+    """The typed, validated config of a model section (`name` + the config's fields)."""
+    values = dict(model_cfg)
+    return encoder_spec(values.pop("name")).config.from_mapping(values)
 
 
-def prefix_tokens(encoder: nn.Module) -> tuple[int, ...]:
-    """Special token ids the featurizer prepends to every sentence of this encoder."""
-    return tuple(getattr(encoder, "PREFIX_TOKENS", ()))
+def preset(name: str, **overrides: Any) -> dict[str, Any]:
+    """The model section of encoder `name`: its config's defaults (the paper's values) with
+    `overrides`. Values are validated when the encoder is built (after command-line overrides);
+    an unknown key is an error here already."""
+    defaults = encoder_spec(name).config().to_dict()
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ConfigError(f"model option(s) {unknown} are not options of {name!r} (fix: use "
+                          f"{', '.join(sorted(defaults))})")
+    return {"name": name, **defaults, **overrides}
+
+
+def build_encoder(model_cfg: Mapping[str, Any], vocab_size: int) -> nn.Module:
+    """The (unbound) encoder module that `model_cfg.name` names."""
+    config = encoder_config(model_cfg)
+    return encoder_spec(model_cfg["name"]).module(vocab_size=vocab_size, config=config)
+
+
+def structure_spec(model_cfg: Mapping[str, Any]) -> StructureNeeds:
+    """The structure fields and prefix tokens the encoder of `model_cfg` needs."""
+    return encoder_spec(model_cfg["name"]).structure_spec(encoder_config(model_cfg))

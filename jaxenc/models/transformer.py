@@ -1,33 +1,31 @@
 """Plain multi-head Transformer encoder: the "Multi-head" model of PSAN's Table 5.
 
-h^0 = W_in e(w) + PE (sinusoidal positions; W_in only when the embedding width differs from d),
-h^l = EncoderBlock(h^{l-1}) (Vaswani et al. 2017: multi-head self-attention and a position-wise
-FFN, each with a residual connection and post-LayerNorm), padding keys masked in every layer.
-Sentence vector = mean (or max) of the last layer over real tokens; with d = 300 this is the
-300-d sentence vector that Table 5 compares against PSAN and DiSAN.
+h^0 = Dropout(W_in e(w) + PE) (sinusoidal positions; W_in only when the embedding width differs
+from d), h^l = EncoderBlock(h^{l-1}) (Vaswani et al. 2017: multi-head self-attention and a
+position-wise FFN, each with a residual connection and post-LayerNorm), padding keys masked in
+every layer. Sentence vector = mean (or max) of the last layer over real tokens; with d = 300
+this is the 300-d sentence vector that Table 5 compares against PSAN and DiSAN.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import flax.linen as nn
 import jax
-import ml_collections
 
-from jaxenc.errors import ConfigError
-from jaxenc.layers.embed import WordEmbed
-from jaxenc.layers.masks import length_mask, masked_max, masked_mean
-from jaxenc.layers.transformer import DEFAULT_KERNEL_INIT, EncoderBlock, sinusoidal_positions
+from jaxenc.layers.masks import PaddingMask, length_mask, masked_max, masked_mean
+from jaxenc.layers.transformer import EncoderBlock, input_stage
+from jaxenc.models.config import EncoderConfig, require
+from jaxenc.models.registry import EncoderSpec
 
 POOLINGS = {"mean": masked_mean, "max": masked_max}
 
 
-class TransformerEncoder(nn.Module):
-    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": [B, L, d], "sentence": [B, d]}."""
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig(EncoderConfig):
+    """PSAN Table 5's multi-head model: d 300, 2 layers, 6 heads, FFN 600, mean pooling."""
 
-    REQUIRED_FIELDS = ()
-
-    vocab_size: int
-    embed_dim: int
     model_dim: int = 300
     num_layers: int = 2
     num_heads: int = 6
@@ -36,36 +34,38 @@ class TransformerEncoder(nn.Module):
     attention_dropout_rate: float = 0.0
     pooling: str = "mean"
 
+    def validate(self) -> None:
+        require(self.pooling in POOLINGS, "pooling", self.pooling,
+                f"is not one of {sorted(POOLINGS)}", "mean")
+        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
+                f"is not divisible by model.num_heads={self.num_heads}",
+                self.num_heads * max(1, self.model_dim // self.num_heads))
+        super().validate()
+
+
+class TransformerEncoder(nn.Module):
+    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": [B, L, d], "sentence": [B, d],
+    "memory": [B, L, d], "memory_mask": bool[B, L]}."""
+
+    vocab_size: int
+    config: TransformerConfig = TransformerConfig()
+
     @nn.compact
     def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
-        tokens = sentence["tokens"]
-        length = tokens.shape[1]
-        mask = length_mask(sentence["lengths"], length)
-        x = WordEmbed(self.vocab_size, self.embed_dim, name="embed")(tokens)
-        if self.embed_dim != self.model_dim:
-            x = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT,
-                         name="input_projection")(x)
-        x = x + sinusoidal_positions(length, self.model_dim)
-        x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
-        attention_mask = mask[:, :, None] & mask[:, None, :]
-        for layer in range(self.num_layers):
-            x = EncoderBlock(self.num_heads, self.ff_dim, self.dropout_rate,
-                             self.attention_dropout_rate, name=f"layer_{layer}")(
-                x, attention_mask, train=train)
+        cfg = self.config
+        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        mask = length_mask(lengths, tokens.shape[1])
+        x = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
+                        model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
+                        trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype)
+        attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
+        for layer in range(cfg.num_layers):
+            x = EncoderBlock(cfg.num_heads, cfg.ff_dim, cfg.dropout_rate,
+                             cfg.attention_dropout_rate, dtype=cfg.compute_dtype,
+                             name=f"layer_{layer}")(x, attention_mask, train=train)
             x = x * mask[..., None].astype(x.dtype)
-        return {"tokens": x, "sentence": POOLINGS[self.pooling](x, mask)}
+        return {"tokens": x, "sentence": POOLINGS[cfg.pooling](x, mask), "memory": x,
+                "memory_mask": mask}
 
 
-def from_config(model_cfg: ml_collections.ConfigDict, vocab_size: int) -> TransformerEncoder:
-    """model_cfg: name="transformer", embed_dim, model_dim, num_layers, num_heads, ff_dim,
-    dropout_rate, attention_dropout_rate, pooling ("mean" | "max")."""
-    if model_cfg.pooling not in POOLINGS:
-        raise ConfigError(f"model.pooling={model_cfg.pooling!r} is not one of {sorted(POOLINGS)}")
-    if model_cfg.model_dim % model_cfg.num_heads:
-        raise ConfigError(f"model.model_dim={model_cfg.model_dim} is not divisible by "
-                          f"model.num_heads={model_cfg.num_heads}")
-    return TransformerEncoder(
-        vocab_size=vocab_size, embed_dim=model_cfg.embed_dim, model_dim=model_cfg.model_dim,
-        num_layers=model_cfg.num_layers, num_heads=model_cfg.num_heads, ff_dim=model_cfg.ff_dim,
-        dropout_rate=model_cfg.dropout_rate,
-        attention_dropout_rate=model_cfg.attention_dropout_rate, pooling=model_cfg.pooling)
+SPEC = EncoderSpec(config=TransformerConfig, module=TransformerEncoder)

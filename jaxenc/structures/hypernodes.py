@@ -8,13 +8,12 @@ to bucket length L are the L word nodes followed by the hypernodes:
 - dependency ("semantic") hypernodes: one per dependency edge, members (dependent, head), the root
   arc excluded; `members: int32[M, K]` token indices, -1 padded.
 Adjacency (eq. 6): A[s, t] = 1 iff words(s) ⊆ words(t) or words(t) ⊆ words(s), diagonal included,
-0 for invalid (padding) nodes. It is built on device from O(L) inputs.
+0 for invalid (padding) nodes. It is built on device from these O(L) inputs by
+`jaxenc.layers.masks.HypernodeMask` (this module stays host-side numpy).
 """
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxenc.errors import ConfigError
@@ -49,43 +48,3 @@ def dependency_members(dtree: DependencyTree) -> np.ndarray:
     ordered by dependent."""
     arcs = [(dependent, head - 1) for dependent, head in enumerate(dtree.validate().heads) if head]
     return np.array(arcs, dtype=np.int32).reshape(-1, 2)
-
-
-def _with_word_nodes(hyper: jax.Array, num_words: int, word_row: jax.Array) -> jax.Array:
-    """Prepends the L word-node rows `word_row` [L, C] to `hyper` [..., M, C] -> [..., L+M, C]."""
-    words = jnp.broadcast_to(word_row, (*hyper.shape[:-2], num_words, hyper.shape[-1]))
-    return jnp.concatenate([words, hyper.astype(word_row.dtype)], axis=-2)
-
-
-def adjacency(members: jax.Array, lengths: jax.Array, num_words: int) -> jax.Array:
-    """bool[..., L+M, L+M]: eq. 6 for L word nodes then hypernodes given by their members.
-
-    Args:
-      members: int[..., M, K] token indices of each hypernode, -1 padded; an all -1 row is padding.
-      lengths: int[...] real sentence lengths; a node with a word at or past it is invalid.
-      num_words: L, the bucket length (static).
-    """
-    width = members.shape[-1]
-    word_row = jnp.full((num_words, width), -1, jnp.int32).at[:, 0].set(jnp.arange(num_words))
-    nodes = _with_word_nodes(members, num_words, word_row)  # [..., N, K]
-    present = nodes >= 0
-    lengths = jnp.asarray(lengths)[..., None, None]
-    valid = jnp.any(present, axis=-1) & jnp.all(~present | (nodes < lengths), axis=-1)
-    # found[..., s, t, a]: member a of node s is a member of node t.
-    found = jnp.any(nodes[..., :, None, :, None] == nodes[..., None, :, None, :], axis=-1)
-    subset = jnp.all(found | ~present[..., :, None, :], axis=-1)  # words(s) ⊆ words(t)
-    related = subset | jnp.swapaxes(subset, -1, -2)
-    return related & valid[..., :, None] & valid[..., None, :]
-
-
-def span_adjacency(spans: jax.Array, lengths: jax.Array, num_words: int) -> jax.Array:
-    """bool[..., L+M, L+M]: eq. 6 for hypernodes that are contiguous spans (n-grams): containment
-    of intervals, no member lists. spans: int[..., M, 2] (start, end inclusive), -1 rows padding;
-    lengths: int[...]; num_words: L (static). Equals `adjacency` of the same spans' members."""
-    word_row = jnp.stack([jnp.arange(num_words)] * 2, axis=-1)
-    nodes = _with_word_nodes(spans, num_words, word_row)  # [..., N, 2]
-    start, end = nodes[..., 0], nodes[..., 1]
-    valid = (start >= 0) & (start <= end) & (end < jnp.asarray(lengths)[..., None])
-    inside = (start[..., None, :] <= start[..., :, None]) & (end[..., :, None] <= end[..., None, :])
-    related = inside | jnp.swapaxes(inside, -1, -2)  # inside[s, t]: span s within span t
-    return related & valid[..., :, None] & valid[..., None, :]

@@ -1,6 +1,7 @@
-"""Task heads on top of sentence / token encodings (spec: heads_and_eval.md).
+"""Task heads on top of sentence / token encodings (spec: heads_and_eval.md). The seq2seq
+decoder is `jaxenc.layers.transformer.TransformerDecoder`.
 
-B batch, D sentence width, L token positions, K classes, T target positions, V target vocabulary.
+B batch, D sentence width, L token positions, K classes.
 """
 
 from __future__ import annotations
@@ -12,16 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.attention import DEFAULT_KERNEL_INIT
 from jaxenc.layers.dense import get_activation
-from jaxenc.layers.embed import WordEmbed
-from jaxenc.layers.masks import length_mask
-from jaxenc.layers.transformer import (
-    DEFAULT_KERNEL_INIT,
-    DecoderBlock,
-    causal_mask,
-    padding_attention_mask,
-    sinusoidal_positions,
-)
 
 # Pair feature name -> f(u, v). SentEval: "|u-v|,u*v"; InferSent/SNLI: "u,v,|u-v|,u*v";
 # DiSAN/PSAN NLI: "u,v,u-v,u*v" (signed difference).
@@ -90,39 +83,3 @@ def expected_score(log_probs: jax.Array, min_score: float = 1.0) -> jax.Array:
     """log p [B, K] -> y^ = sum_k (min_score + k) p_k [B] (SICK: classes are the scores 1..5)."""
     scores = min_score + jnp.arange(log_probs.shape[-1], dtype=log_probs.dtype)
     return jnp.exp(log_probs) @ scores
-
-
-class TransformerDecoder(nn.Module):
-    """Target tokens [B, T] (shifted right, starting with BOS) + encoder memory -> logits [B, T, V].
-
-    Token embedding + sinusoidal positions, `num_layers` DecoderBlocks (causal self-attention,
-    attention over the encoder's token states with source padding masked, FFN), Dense over V.
-    """
-
-    vocab_size: int
-    model_dim: int = 256
-    num_layers: int = 1
-    num_heads: int = 4
-    ff_dim: int = 512
-    dropout_rate: float = 0.1
-
-    @nn.compact
-    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
-                 memory_lengths: jax.Array, *, train: bool) -> jax.Array:
-        """inputs int32[B, T], input_lengths int32[B], memory [B, S, D_m], memory_lengths [B]."""
-        length = inputs.shape[1]
-        y = WordEmbed(self.vocab_size, self.model_dim, name="embed")(inputs)
-        y = y + sinusoidal_positions(length, self.model_dim)
-        y = nn.Dropout(self.dropout_rate)(y, deterministic=not train)
-        if memory.shape[-1] != self.model_dim:
-            memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT,
-                              name="memory_projection")(memory)
-        self_mask = causal_mask(length) & padding_attention_mask(
-            input_lengths, length, input_lengths, length)
-        memory_mask = padding_attention_mask(input_lengths, length, memory_lengths,
-                                             memory.shape[1])
-        for layer in range(self.num_layers):
-            y = DecoderBlock(self.num_heads, self.ff_dim, self.dropout_rate,
-                             name=f"layer_{layer}")(y, memory, self_mask, memory_mask, train=train)
-        y = y * length_mask(input_lengths, length)[..., None].astype(y.dtype)
-        return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, name="logits")(y)

@@ -1,8 +1,10 @@
-"""Host-side metrics over a whole evaluation split (numpy float64, returned as Python floats)."""
+"""Host-side metrics over a whole evaluation split (numpy float64 / scipy.stats, returned as
+Python floats)."""
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.stats
 
 
 def accuracy(predictions: np.ndarray, gold: np.ndarray) -> float:
@@ -18,28 +20,26 @@ def binary_f1(predictions: np.ndarray, gold: np.ndarray, positive: int = 1) -> f
     return float(2 * true_positives / denominator) if denominator else 0.0
 
 
+def _varies(x: np.ndarray) -> bool:
+    return len(x) >= 2 and bool(np.ptp(x) > 0)
+
+
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson correlation; 0 when either side is constant."""
+    """Pearson correlation (scipy.stats.pearsonr); 0 when either side is constant (scipy: NaN)."""
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    dx, dy = x - x.mean(), y - y.mean()
-    norm = np.sqrt(np.sum(dx * dx) * np.sum(dy * dy))
-    return float(np.sum(dx * dy) / norm) if norm > 0 else 0.0
+    return float(scipy.stats.pearsonr(x, y).statistic) if _varies(x) and _varies(y) else 0.0
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
     """1-based ranks of `values` [N]; tied values share the mean of their ranks."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(values[order]) != 0])
-    ends = np.r_[starts[1:], len(values)]
-    ranks = np.empty(len(values), np.float64)
-    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)
-    return ranks
+    return scipy.stats.rankdata(values, method="average")
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rank correlation: Pearson of the ranks (ties get their average rank)."""
-    return pearson(average_ranks(x), average_ranks(y))
+    """Spearman rank correlation (scipy.stats.spearmanr; ties get their average rank); 0 when
+    either side is constant."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    return float(scipy.stats.spearmanr(x, y).statistic) if _varies(x) and _varies(y) else 0.0
 
 
 def mean_squared_error(predictions: np.ndarray, gold: np.ndarray) -> float:

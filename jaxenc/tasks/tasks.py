@@ -23,11 +23,11 @@ import numpy as np
 from jaxenc.data.batching import sentence_fields
 from jaxenc.errors import ConfigError
 from jaxenc.layers.masks import length_mask
+from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.tasks import losses, metrics
 from jaxenc.tasks.heads import (
     ClassifierHead,
     RelatednessHead,
-    TransformerDecoder,
     expected_score,
     pair_features,
     parse_pair_features,
@@ -197,7 +197,8 @@ def _token_eval_outputs(logits: jax.Array, targets: jax.Array, valid: jax.Array,
 
 
 class Tagger(nn.Module):
-    """batch {sentence/...} -> {"logits": [B, L, K]}: a classifier on every token state."""
+    """batch {sentence/...} -> {"logits": [B, L, K]}: a classifier on every word-aligned token
+    state (the encoder output's "tokens"; hypernodes and pooled slots never get a tag)."""
 
     encoder: nn.Module
     head: nn.Module
@@ -257,16 +258,16 @@ def decoder_io(batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 class Seq2Seq(nn.Module):
     """batch {source/..., target/...} -> {"logits": [B, T-1, V]} (Transformer decoder over the
-    encoder's token states)."""
+    encoder output's "memory" slots, those "memory_mask" marks real)."""
 
     encoder: nn.Module
     decoder: nn.Module
 
     def __call__(self, batch: Batch, *, train: bool) -> Outputs:
-        source = sentence_fields(batch, "source")
-        memory = self.encoder(source, train=train)["tokens"]
+        encoded = self.encoder(sentence_fields(batch, "source"), train=train)
         inputs, input_lengths, _ = decoder_io(batch)
-        logits = self.decoder(inputs, input_lengths, memory, source["lengths"], train=train)
+        logits = self.decoder(inputs, input_lengths, encoded["memory"], encoded["memory_mask"],
+                              train=train)
         return {"logits": logits}
 
 

@@ -272,12 +272,12 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         log.info("word vectors: %s", vectors.coverage)
         pretrained, found = vectors.matrix, vectors.found if data_cfg.oov == "drop" else None
     tags = tag_index(splits["train"]) if info.kind == "tagging" else None
-    structure_fields, parse_cache = models.required_fields(encoder), workdir / "parse_cache"
-    relation_vocab = relation_vocabulary(workdir, config.model, structure_fields,
+    needs, parse_cache = models.structure_spec(config.model), workdir / "parse_cache"
+    relation_vocab = relation_vocabulary(workdir, config.model, needs.fields,
                                          splits["train"], cache_dir=parse_cache)
     featurizer = Featurizer(
-        kind=info.kind, vocab=vocab, model_cfg=config.model, structure_fields=structure_fields,
-        prefix=models.prefix_tokens(encoder), found=found, target_vocab=target_vocab, tags=tags,
+        kind=info.kind, vocab=vocab, model_cfg=config.model, structure_fields=needs.fields,
+        prefix=needs.prefix_tokens, found=found, target_vocab=target_vocab, tags=tags,
         lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
         parse_cache_dir=parse_cache)
     batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},

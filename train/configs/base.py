@@ -4,7 +4,8 @@
   e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
 
 Sections:
-  model       name + the encoder's hyperparameters (MODEL_PRESETS)
+  model       name + the encoder's hyperparameters: the fields of its config class (e.g.
+              jaxenc.models.disan.DiSANConfig), whose defaults are the paper's values
   task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
               train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
   data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
@@ -28,16 +29,7 @@ import os
 
 import ml_collections
 
-# Encoder hyperparameters. "transformer": PSAN Table 5's multi-head model, 300-d sentence vector.
-MODEL_PRESETS = {
-    "bag": dict(embed_dim=300),
-    "transformer": dict(embed_dim=300, model_dim=300, num_layers=2, num_heads=6, ff_dim=600,
-                        dropout_rate=0.1, attention_dropout_rate=0.0, pooling="mean"),
-    # disan.md: d_h = 300, c = 5, ELU, dropout keep 0.75 (SNLI) / 0.7 (SST).
-    "disan": dict(embed_dim=300, hidden=300, c=5.0, activation="elu", keep_prob=0.75,
-                  attention_impl="auto", block_size=16, blocked_threshold=16,
-                  freeze_embeddings=False),
-}
+from jaxenc.models import registry
 
 # Per-dataset task options that differ from the defaults in `get_config`.
 TASK_PRESETS = {
@@ -48,10 +40,9 @@ TASK_PRESETS = {
 
 
 def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
-    """The model section for encoder `name` (a key of MODEL_PRESETS) with `overrides`."""
-    if name not in MODEL_PRESETS:
-        raise ValueError(f"no preset for model {name!r}; presets: {', '.join(MODEL_PRESETS)}")
-    return ml_collections.ConfigDict({"name": name, **MODEL_PRESETS[name], **overrides})
+    """The model section for encoder `name`: the defaults of its config class (the paper's
+    hyperparameters, jaxenc.models.<name>) with `overrides`, validated."""
+    return ml_collections.ConfigDict(registry.preset(name, **overrides))
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -89,8 +80,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
         progress_bar=True, distributed=False))
 
-    if "freeze_embeddings" in config.model:  # models that stop gradients themselves follow data
-        config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
+    config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 
     config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
     config.baselines = ml_collections.ConfigDict()

@@ -1,0 +1,95 @@
+"""Encoder configs: one frozen dataclass per model family (as flax/examples/wmt's
+TransformerConfig), and what an encoder needs from the featurizer.
+
+Each hyperparameter is written once, as a field of its model's config class with the paper's
+value as default; `train/configs/base.py` takes its presets from these defaults. A config
+validates itself on construction (`validate`, one-line ConfigError naming the field and a fix),
+so a bad value fails before anything is traced. An encoder module is built as
+`Model(vocab_size=V, config=ModelConfig(**config.model minus its name))`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import jax.numpy as jnp
+
+from jaxenc.errors import ConfigError
+
+DTYPES: dict[str, jnp.dtype] = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+ConfigT = TypeVar("ConfigT", bound="EncoderConfig")
+
+
+def require(condition: bool, field: str, value: Any, problem: str, fix: Any) -> None:
+    """Raises `model.<field>=<value> <problem> (fix: --config.model.<field>=<fix>)` unless
+    `condition`."""
+    if not condition:
+        raise ConfigError(f"model.{field}={value!r} {problem} (fix: --config.model.{field}={fix})")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+    """Fields every encoder has.
+
+    Attributes:
+      embed_dim: width of the word table (pretrained vectors must match it).
+      freeze_embeddings: keep the word table fixed (gradients stop at it).
+      dtype: computation dtype, "float32" or "bfloat16" (parameters stay float32; softmax and
+        other normalisers run in float32).
+    """
+
+    embed_dim: int = 300
+    freeze_embeddings: bool = False
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """One-line ConfigError for the first invalid field; subclasses extend it."""
+        require(isinstance(self.embed_dim, int) and self.embed_dim >= 1, "embed_dim",
+                self.embed_dim, "is not a positive integer", 300)
+        require(self.dtype in DTYPES, "dtype", self.dtype, f"is not one of {', '.join(DTYPES)}",
+                "float32")
+        parent = super()
+        if hasattr(parent, "validate"):  # another config base (e.g. Token2TokenOptions)
+            parent.validate()
+
+    @property
+    def compute_dtype(self) -> jnp.dtype:
+        """The jnp dtype of `dtype`."""
+        return DTYPES[self.dtype]
+
+    @classmethod
+    def from_mapping(cls: type[ConfigT], values: Mapping[str, Any]) -> ConfigT:
+        """The config of `values` (e.g. config.model without "name"); unknown keys are an error,
+        missing ones take the defaults. Sequences become tuples (configs are hashable)."""
+        names = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ConfigError(f"model option(s) {unknown} are not fields of {cls.__name__} "
+                              f"(fix: remove them; the options are {', '.join(sorted(names))})")
+        return cls(**{key: tuple(value) if isinstance(value, list) else value
+                      for key, value in values.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (a model section of a training config, without "name")."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class StructureNeeds:
+    """What an encoder needs from the featurizer besides tokens and lengths.
+
+    Attributes:
+      fields: structure fields (jaxenc.structures.arrays.FIELD_TREES), e.g. ("segments",).
+      prefix_tokens: special token ids put before every sentence, e.g. (ROOT,).
+    Structure options (parser, num_levels, max_distance, ...) are fields of the model's config
+    named as jaxenc.structures.arrays.StructureSpec's attributes.
+    """
+
+    fields: tuple[str, ...] = ()
+    prefix_tokens: tuple[int, ...] = ()
