@@ -83,12 +83,19 @@ def relation_vocabulary(workdir: str | os.PathLike, model_cfg: ml_collections.Co
         return None
     saved = Path(workdir) / RELATIONS_FILE
     if saved.is_file():
-        return RelationVocabulary.load(saved)
-    return arrays.build_relation_vocab(
-        [sentence for example in train for sentence in example.sentences],
-        model_cfg.get("parser", "gold"),
-        max_distance=model_cfg.get("max_distance", DEFAULT_MAX_DISTANCE),
-        keep_subtypes=model_cfg.get("keep_subtypes", False), cache_dir=cache_dir)
+        vocab = RelationVocabulary.load(saved)
+    else:
+        vocab = arrays.build_relation_vocab(
+            [sentence for example in train for sentence in example.sentences],
+            model_cfg.get("parser", "gold"),
+            max_distance=model_cfg.get("max_distance", DEFAULT_MAX_DISTANCE),
+            keep_subtypes=model_cfg.get("keep_subtypes", False), cache_dir=cache_dir)
+    capacity = model_cfg.get("num_relations")
+    if capacity is not None and len(vocab) > capacity:
+        raise ConfigError(f"the training trees have {len(vocab)} relations, more than "
+                          f"model.num_relations={capacity} (fix: "
+                          f"--config.model.num_relations={len(vocab)})")
+    return vocab
 
 
 def tag_index(examples: Sequence[Example]) -> dict[str, int]:

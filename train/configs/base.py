@@ -31,6 +31,9 @@ import ml_collections
 
 from jaxenc.models import registry
 
+# Datasets that ship gold dependency trees: models with a `parser` option read those.
+GOLD_DEPENDENCY_TREES = ("synthetic", "ud_ewt")
+
 # Per-dataset task options that differ from the defaults in `get_config`.
 TASK_PRESETS = {
     "sick_e": dict(head=dict(pair_features="|u-v|,u*v")),     # SentEval's pair features
@@ -50,6 +53,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model, dataset = (arg or "bag,trec").split(",")
     config = ml_collections.ConfigDict()
     config.model = model_config(model)
+    if "parser" in config.model and dataset in GOLD_DEPENDENCY_TREES:
+        config.model.parser = "gold"
 
     config.task = ml_collections.ConfigDict(dict(
         dataset=dataset, dev_fraction=0.1, test_fraction=0.1,

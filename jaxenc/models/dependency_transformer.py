@@ -1,0 +1,158 @@
+"""Dependency-Transformer (Ma et al., ICASSP 2022), spec dependency_transformer.md.
+
+Input: [root] + words (the featurizer prepends ROOT; node 0 is [root], word i is node i+1), with
+`relations` int32[L, L] and `levels` int32[L] from the sentence's dependency tree
+(jaxenc/structures/relations.py).
+    eq. 1:   h^0_k = e_k + p_k + l_k          word, position (sinusoidal) and level embeddings
+    eq. 2-4: S_ij = q_i · k_j / sqrt(d_k) + g_ij (r_ij · V_r),
+             g_ij = sigmoid((h_i W_ge + r_ij W_gr) · V_g)     per head, per layer
+             computed by gathers from per-relation vectors (jaxenc/layers/relation_bias.py: no
+             [L, L, d_r] tensor), NONE relations contribute exactly zero, padding keys masked;
+    then the Transformer layer (residual + LayerNorm around attention and the FFN), `num_layers`
+    times. The sentence vector is the output of the [root] node.
+Table 3 ablations (`variant`): "transformer" (no relations, no levels: the plain Transformer
+encoder with the [root] output), "lr" (relation scores without the gate, no level embedding),
+"rg" (gated relation scores, no level embedding), "full" (everything).
+Ambiguities resolved here (config flags): the relation table is shared by the layers
+(`share_relations`, False = one per layer, as the spec allows); the gate reads the layer's input
+h_i (spec), not the per-head query projection; positions are sinusoidal (`positions`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxenc.data.vocab import ROOT
+from jaxenc.layers.masks import PaddingMask, length_mask
+from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
+from jaxenc.layers.transformer import POSITIONS, EncoderBlock, input_stage
+from jaxenc.models.config import EncoderConfig, StructureNeeds, require
+from jaxenc.models.registry import EncoderSpec
+from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL, PARSER_NAMES
+from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
+
+VARIANTS = ("transformer", "lr", "rg", "full")
+
+
+@dataclasses.dataclass(frozen=True)
+class DependencyTransformerConfig(EncoderConfig):
+    """The paper's setting: 3 layers, 6 heads, hidden 300, FFN 300, relation vectors d_r 30.
+
+    Attributes (besides EncoderConfig's):
+      model_dim, num_layers, num_heads, ff_dim, dropout_rate, attention_dropout_rate: the
+        Transformer's sizes.
+      relation_dim: d_r.
+      num_relations: rows of the relation table; the run's relation vocabulary must fit
+        (checked when it is built: jaxenc.data.featurize.relation_vocabulary).
+      variant: Table 3's ablation, one of VARIANTS.
+      share_relations: one relation table for all layers (True) or one per layer.
+      positions: "sinusoidal" (default), "learned" (max_positions rows) or "none".
+      parser, max_distance, max_level, keep_subtypes: the structure options (spaCy trees by
+        default; "gold" where the data has dependency trees).
+    """
+
+    model_dim: int = 300
+    num_layers: int = 3
+    num_heads: int = 6
+    ff_dim: int = 300
+    dropout_rate: float = 0.1
+    attention_dropout_rate: float = 0.0
+    relation_dim: int = 30
+    num_relations: int = 128
+    variant: str = "full"
+    share_relations: bool = True
+    positions: str = "sinusoidal"
+    max_positions: int = 512
+    parser: str = "spacy"
+    max_distance: int = DEFAULT_MAX_DISTANCE
+    max_level: int = DEFAULT_MAX_LEVEL
+    keep_subtypes: bool = False
+
+    def validate(self) -> None:
+        require(self.variant in VARIANTS, "variant", self.variant,
+                f"is not one of {', '.join(VARIANTS)}", "full")
+        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
+                f"is not divisible by model.num_heads={self.num_heads}",
+                self.num_heads * max(1, self.model_dim // self.num_heads))
+        require(self.positions in POSITIONS, "positions", self.positions,
+                f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
+        require(self.parser in PARSER_NAMES and self.parser != "benepar", "parser", self.parser,
+                "gives no dependency trees", "spacy")
+        require(self.num_relations >= 3, "num_relations", self.num_relations,
+                "leaves no room for NONE, SELF and arcs", 128)
+        super().validate()
+
+    @property
+    def uses_relations(self) -> bool:
+        return self.variant != "transformer"
+
+    @property
+    def uses_levels(self) -> bool:
+        return self.variant == "full"
+
+
+def structure_spec(config: DependencyTransformerConfig) -> StructureNeeds:
+    """[root] first; relation ids and levels unless the plain-Transformer ablation."""
+    fields = (("relations",) if config.uses_relations else ()) + (
+        ("levels",) if config.uses_levels else ())
+    return StructureNeeds(fields=fields, prefix_tokens=(ROOT,))
+
+
+class DependencyTransformer(nn.Module):
+    """sentence {tokens int32[B, L] ([root] first), lengths int32[B], relations int32[B, L, L],
+    levels int32[B, L]} -> {"tokens": [B, L, d], "sentence": [B, d] ([root] output),
+    "memory": [B, L, d], "memory_mask": bool[B, L]}."""
+
+    vocab_size: int
+    config: DependencyTransformerConfig = DependencyTransformerConfig()
+
+    @nn.compact
+    def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
+        cfg = self.config
+        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        mask = length_mask(lengths, tokens.shape[1])
+        x = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
+                        model_dim=cfg.model_dim, dropout_rate=0.0, train=train,
+                        positions=cfg.positions, max_positions=cfg.max_positions,
+                        trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype)
+        if cfg.uses_levels:  # eq. 1: + l_k
+            levels = nn.Embed(cfg.max_level + 1, cfg.model_dim, dtype=cfg.compute_dtype,
+                              name="levels")
+            x = x + levels(jnp.clip(sentence["levels"], 0, cfg.max_level))
+        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not train)
+        attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
+        table = None
+        for layer in range(cfg.num_layers):
+            score_bias = None
+            if cfg.uses_relations:
+                if table is None or not cfg.share_relations:
+                    name = "relations" if cfg.share_relations else f"relations_{layer}"
+                    table = RelationTable(cfg.num_relations, cfg.relation_dim, name=name)()
+                bias = GatedRelationBias(cfg.num_heads, gated=cfg.variant != "lr",
+                                         name=f"relation_bias_{layer}")
+                score_bias = _bind(bias, x, sentence["relations"], table)
+            x = EncoderBlock(cfg.num_heads, cfg.ff_dim, cfg.dropout_rate,
+                             cfg.attention_dropout_rate, dtype=cfg.compute_dtype,
+                             name=f"layer_{layer}")(x, attention_mask, train=train,
+                                                    score_bias=score_bias)
+            x = x * mask[..., None].astype(x.dtype)
+        x = x.astype(jnp.float32)
+        return {"tokens": x, "sentence": x[:, 0], "memory": x, "memory_mask": mask}
+
+
+def _bind(bias: GatedRelationBias, x: jax.Array, relations: jax.Array, table: jax.Array):
+    """The score-bias callable of jaxenc.layers.attention: the gate reads the layer input x."""
+
+    def score_bias(query_heads: jax.Array) -> jax.Array:
+        del query_heads  # eq. 3's gate uses h_i, not the projected queries
+        return bias(x.astype(jnp.float32), relations, table)
+
+    return score_bias
+
+
+SPEC = EncoderSpec(config=DependencyTransformerConfig, module=DependencyTransformer,
+                   structure_spec=structure_spec)
