@@ -18,20 +18,17 @@ loss, gradients w.r.t. all parameters. Reported per variant:
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bench.common import matmul_peak_flops, memory_mib, parse_ints, time_in_turns, train_step
 from jaxenc.models import disan
 
 # per (query, key, feature) element: add, scale, tanh, scale, exp, select, multiply-add, add
 # forward; about twice that backward.
 ATTENTION_FLOPS = 3 * 9
-MIB = 2.0**20
 
 
 def encoder_config(impl: str, block_size: int | None, embed_dim: int,
@@ -48,41 +45,6 @@ def model_flops(batch: int, length: int, embed_dim: int, hidden: int) -> float:
     source2token = 6.0 * tokens * 2 * (2 * hidden) ** 2
     attention = ATTENTION_FLOPS * batch * length * length * hidden  # per direction
     return 2 * (linear + attention) + source2token
-
-
-def timed(fn: Callable[[], object]) -> tuple[float, float]:
-    """(wall seconds, process CPU seconds) of fn() until its result is ready."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def matmul_peak_flops(size: int = 2048, repeats: int = 10) -> float:
-    """Measured f32 matmul FLOP/s of this machine (best of `repeats`)."""
-    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
-    matmul = jax.jit(jnp.dot)
-    matmul(a, a).block_until_ready()
-    best = min(timed(lambda: matmul(a, a))[0] for _ in range(repeats))
-    return 2.0 * size**3 / best
-
-
-def train_step(model, params, sentence):
-    """Compiled loss-and-gradients step of `model` and its arguments (params, sentence, rng)."""
-
-    def loss(params, sentence, dropout_key):
-        out = model.apply(params, sentence, train=True, rngs={"dropout": dropout_key})
-        return jnp.mean(jnp.square(out["sentence"]))
-
-    arguments = (params, sentence, jax.random.key(1))
-    return jax.jit(jax.value_and_grad(loss)).lower(*arguments).compile(), arguments
-
-
-def memory_mib(compiled) -> tuple[float, float]:
-    """(temp, peak = temp + arguments + outputs - aliased) of a compiled function, in MiB."""
-    stats = compiled.memory_analysis()
-    peak = (stats.temp_size_in_bytes + stats.argument_size_in_bytes + stats.output_size_in_bytes
-            - stats.alias_size_in_bytes)
-    return stats.temp_size_in_bytes / MIB, peak / MIB
 
 
 def benchmark_length(length: int, variants: list[tuple[str, int | None]],
@@ -103,20 +65,11 @@ def benchmark_length(length: int, variants: list[tuple[str, int | None]],
         temp, peak = memory_mib(steps[variant][0])
         rows[variant] = dict(length=length, impl=variant[0], block=variant[1] or "-", temp=temp,
                              peak=peak, ms=None)
-    for variant in to_run:
-        step, arguments = steps[variant]
-        step(*arguments)  # warm-up
-    wall, cpu = {variant: [] for variant in to_run}, {variant: [] for variant in to_run}
-    for _ in range(args.repeats):
-        for variant in to_run:
-            step, arguments = steps[variant]
-            seconds, cpu_seconds = timed(lambda step=step, arguments=arguments: step(*arguments))
-            wall[variant].append(seconds)
-            cpu[variant].append(cpu_seconds)
+    timings = time_in_turns({variant: steps[variant] for variant in to_run}, args.repeats)
     flops = model_flops(args.batch, length, args.embed_dim, args.hidden)
     for variant in to_run:
-        seconds = statistics.median(wall[variant])
-        rows[variant].update(ms=1e3 * seconds, cpu_ms=1e3 * statistics.median(cpu[variant]),
+        seconds, cpu_seconds = timings[variant]
+        rows[variant].update(ms=1e3 * seconds, cpu_ms=1e3 * cpu_seconds,
                              gflops=flops / seconds / 1e9, of_peak=flops / seconds / peak_flops)
     return list(rows.values())
 
@@ -138,10 +91,6 @@ def print_table(rows: list[dict], peak_flops: float) -> None:
                       f"{row['gflops']:8.1f} {100 * row['of_peak']:6.1f}")
         print(f"{row['length']:>5} {row['impl']:>8} {row['block']:>5} {row['temp']:10.1f} "
               f"{row['peak']:10.1f} {reference['temp'] / row['temp']:9.1f} {timing}")
-
-
-def parse_ints(text: str) -> list[int]:
-    return [int(value) for value in text.split(",") if value]
 
 
 def main() -> None:
