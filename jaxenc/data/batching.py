@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 
 import grain
@@ -34,12 +33,11 @@ PadRule = tuple[int | float, tuple[AxisKind, ...]]
 # field name -> (pad value, one axis kind per axis of the per-example array). The pad value's
 # type sets the batch dtype (int -> int32, float -> float32). Axis kinds: BUCKET_AXIS pads to the
 # bucket length, an int pads to that size, None is not padded (same size in every example).
-# A name may end in a level index, `blocks_2`, to use the rule of `blocks`.
 PAD_RULES: dict[str, PadRule] = {
     "tokens": (0, (BUCKET_AXIS,)),                 # int32[L], PAD = 0
     "tags": (-1, (BUCKET_AXIS,)),                  # int32[L] gold tag per token, -1 = ignored
     "segments": (-1, (None, BUCKET_AXIS)),         # int32[T, L] PSAN phrase id per level
-    "blocks": (-1, (BUCKET_AXIS, None)),           # int32[P, 2] PSAN phrase (start, length)
+    "blocks": (-1, (None, BUCKET_AXIS, None)),     # int32[T, P, 2] PSAN (start, length) per level
     "relations": (-1, (BUCKET_AXIS, BUCKET_AXIS)),  # int32[L, L] Dependency-Transformer ids
     "levels": (0, (BUCKET_AXIS,)),                 # int32[L] tree depth per node
     "members": (-1, (BUCKET_AXIS, None)),          # int32[M, K] hypernode token indices
@@ -49,7 +47,6 @@ PAD_RULES: dict[str, PadRule] = {
     "weight": (0.0, ()),
     "index": (-1, ()),
 }
-_LEVEL_INDEX = re.compile(r"_\d+$")
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +62,7 @@ def bucket_lengths(max_length: int, step: int = 8) -> tuple[int, ...]:
 def pad_rule(key: str) -> PadRule:
     """The PAD_RULES entry for a feature key (`"first/segments"` -> the rule of `segments`)."""
     name = key.rsplit("/", 1)[-1]
-    rule = PAD_RULES.get(name) or PAD_RULES.get(_LEVEL_INDEX.sub("", name))
+    rule = PAD_RULES.get(name)
     if rule is None:
         raise DataError(f"feature {key!r} has no padding rule",
                         fix="add '(pad value, axis kinds)' for it to "
