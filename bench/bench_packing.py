@@ -58,17 +58,10 @@ def data_elements(blocks: np.ndarray, lengths: np.ndarray) -> tuple[int, int, in
     return int((sizes[real] ** 2).sum()), int((classes ** 2).sum()), int(longest)
 
 
-def planned_shapes(source: Batcher, length: int) -> dict[str, tuple[int, int, int]]:
-    """The plan shapes of a batch of bucket `length` that fits the policy's capacities."""
-    layout, groups = source.packer.layouts[ROLE, length], source.packer.config.groups
-    return {f"{ROLE}/pack_t{t + 1}_len{size}": (groups, count, size)
-            for t, counts in enumerate(layout.capacities)
-            for size, count in zip(layout.lengths.tolist(), counts.tolist(), strict=True)
-            if count}
-
-
 def plan_shapes(batch: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
-    return {key: value.shape for key, value in batch.items() if key.startswith(f"{ROLE}/pack_t")}
+    """Plan field (role prefix removed) -> shape."""
+    return {key.split("/")[1]: value.shape for key, value in batch.items()
+            if key.startswith(f"{ROLE}/pack_t")}
 
 
 def measure(features: list[dict], config: PackingConfig, args: argparse.Namespace) -> dict:
@@ -89,8 +82,8 @@ def measure(features: list[dict], config: PackingConfig, args: argparse.Namespac
             totals["arrays"] += len(plan_shapes(batch))
     later = [batch for epoch in range(config.epochs, config.epochs + args.later)
              for batch in source.epoch(epoch)]
-    fallbacks = sum(plan_shapes(batch) != planned_shapes(source, batch[f"{ROLE}/blocks"].shape[2])
-                    for batch in later)
+    fallbacks = sum(plan_shapes(batch) != source.packer.layouts[
+        ROLE, batch[f"{ROLE}/blocks"].shape[2]].plan_shapes(config.groups) for batch in later)
     plain = list(Batcher(features, batch_size=args.batch_size, buckets=buckets, shuffle=True,
                          seed=0).epoch(0))
     start = time.perf_counter()

@@ -53,8 +53,8 @@ def random_features(count: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
 
 
 def batcher(features, config: PackingConfig | None, batch_size: int = BATCH,
-            buckets=BUCKETS, seed: int = 0) -> Batcher:
-    return Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=True, seed=seed,
+            buckets=BUCKETS) -> Batcher:
+    return Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=True, seed=0,
                    packing=config)
 
 
@@ -63,15 +63,10 @@ def plan_fields(batch: dict, level: int) -> dict[str, np.ndarray]:
             if key.startswith(f"sentence/{level_prefix(level)}")}
 
 
-def plan_shapes(batch: dict) -> dict[str, tuple[int, ...]]:
-    return {key: value.shape for key, value in batch.items() if "/pack_t" in key}
-
-
-def layout_shapes(layout, capacities, groups: int) -> dict[str, tuple[int, ...]]:
-    """The plan shapes a batch gets from a ClassLayout's `capacities` (int[T, C])."""
-    return {f"sentence/{level_prefix(t + 1)}{length}": (groups, count, length)
-            for t in range(capacities.shape[0])
-            for length, count in zip(layout.lengths, capacities[t], strict=True) if count}
+def plan_shapes(batch: dict, role: str = "sentence") -> dict[str, tuple[int, ...]]:
+    """Plan field (role prefix removed) -> shape, of one role of a batch."""
+    return {key.split("/")[1]: value.shape for key, value in batch.items()
+            if key.startswith(f"{role}/pack_t")}
 
 
 # ----------------------------------------------------------------------------- host: loops
@@ -166,8 +161,8 @@ def test_shapes_are_static_per_bucket_and_the_fallback_is_the_bound(caplog):
     planned_shapes, fallback_shapes, fallbacks = {}, {}, 0
     for (role, length), layout in source.packer.layouts.items():
         assert role == "sentence"
-        planned_shapes[length] = layout_shapes(layout, layout.capacities, 1)
-        fallback_shapes[length] = layout_shapes(layout, layout.fallback, 1)
+        planned_shapes[length] = layout.plan_shapes(1)
+        fallback_shapes[length] = layout.plan_shapes(1, layout.fallback)
         np.testing.assert_array_equal(layout.fallback, bound.layouts[role, length].capacities)
         # the planned capacities cost less than the bound (else there is nothing to plan)
         assert layout.attention_elements().sum() < layout.attention_elements(layout.fallback).sum()
@@ -197,11 +192,7 @@ def test_plan_for_every_role_with_blocks():
     assert source.packer.roles == ("first", "second")
     for batch in source.epoch(0):
         for role in ("first", "second"):
-            shapes = {key.split("/")[1]: value.shape for key, value in batch.items()
-                      if key.startswith(f"{role}/pack_t")}
-            assert shapes == {key.split("/")[1]: shape for key, shape in layout_shapes(
-                source.packer.layouts[role, 16], source.packer.layouts[role, 16].capacities,
-                1).items()}
+            assert plan_shapes(batch, role) == source.packer.layouts[role, 16].plan_shapes(1)
 
 
 def test_bad_packing_settings_are_one_line_config_errors():

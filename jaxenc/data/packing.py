@@ -123,6 +123,15 @@ class ClassLayout:
         capacities = self.capacities if capacities is None else capacities
         return capacities @ self.lengths ** 2
 
+    def plan_shapes(self, groups: int,
+                    capacities: np.ndarray | None = None) -> dict[str, tuple[int, int, int]]:
+        """Plan field (`pack_key`) -> shape (G, N_{t,c}, L_c) of a batch that gets `capacities`
+        (default: the policy capacities)."""
+        capacities = self.capacities if capacities is None else capacities
+        return {pack_key(t + 1, length): (groups, count, length)
+                for t, counts in enumerate(capacities.tolist())
+                for length, count in zip(self.lengths.tolist(), counts, strict=True) if count}
+
 
 class PhrasePacker:
     """Computes the packing plan of every role with a `blocks` field of a batch (module doc).
