@@ -31,7 +31,7 @@ def single_features(count, seed=0, max_length=12):
             "sentence/tokens": rng.integers(6, 50, n).astype(np.int32),
             "sentence/tags": rng.integers(1, 9, n).astype(np.int32),
             "sentence/segments": rng.integers(0, phrases, (3, n)).astype(np.int32),
-            "sentence/blocks_1": rng.integers(0, n, (phrases, 2)).astype(np.int32),
+            "sentence/blocks": rng.integers(0, n, (3, phrases, 2)).astype(np.int32),
             "label": np.int32(index),
         })
     return features
@@ -210,9 +210,10 @@ def test_pad_rules_cover_the_contract_fields():
                 "levels": 0, "members": -1, "label": 0, "score": 0.0, "weight": 0.0}
     assert {name: PAD_RULES[name][0] for name in contract} == contract
     assert pad_rule("first/relations") == pad_rule("relations") == (-1, ("L", "L"))
-    assert pad_rule("sentence/blocks_3") == PAD_RULES["blocks"]
-    with pytest.raises(DataError, match="'sentence/spans' has no padding rule"):
-        pad_rule("sentence/spans")
+    assert pad_rule("second/blocks") == (-1, (None, "L", None))
+    for key in ("sentence/spans", "sentence/blocks_3"):  # no level-index suffixes
+        with pytest.raises(DataError, match=f"'{key}' has no padding rule"):
+            pad_rule(key)
 
 
 def test_bucket_lengths():
@@ -253,8 +254,10 @@ def test_given_weights_are_kept_and_filler_is_zero():
                                                           np.int32)}), "differs from the others"),
     (lambda f: f[4].update({"sentence/tags": np.zeros((2, 2), np.int32)}), "example 4"),
     (lambda f: f[1].update({"label": np.float32(1.5)}), "example 1: 'label' is float32"),
-    (lambda f: f[0].update({"sentence/blocks_1": np.zeros((13, 2), np.int32)}),
-     "exceeds the bucket length"),
+    (lambda f: f[0].update({"sentence/blocks": np.zeros((3, 13, 2), np.int32)}),
+     "axis 1 of 'sentence/blocks' has size 13, which exceeds the bucket length"),
+    (lambda f: f[5].update({"sentence/blocks": np.zeros((2, 1, 2), np.int32)}),
+     "axis 0 of 'sentence/blocks' has size 2, which differs from the others' 3"),
 ])
 def test_bad_features_raise_data_error(mutate, message):
     features = single_features(8)

@@ -40,12 +40,13 @@ def test_psan_division_of_a_small_tree_binarized():
         [0, 1, 1, 1, 2, 3, 3, 3, 3, 3, 3, 4],
     ])
     levels_blocks = psan.blocks(ids)
-    assert [b.tolist() for b in levels_blocks] == [
-        [[0, 4], [4, 8]],
-        [[0, 1], [1, 3], [4, 7], [11, 1]],
+    chex.assert_shape(levels_blocks, (3, 5, 2))  # P = 5 phrases at the finest level
+    chex.assert_type(levels_blocks, np.int32)
+    np.testing.assert_array_equal(levels_blocks, [
+        [[0, 4], [4, 8], [-1, -1], [-1, -1], [-1, -1]],
+        [[0, 1], [1, 3], [4, 7], [11, 1], [-1, -1]],
         [[0, 1], [1, 3], [4, 1], [5, 6], [11, 1]],
-    ]
-    assert all(b.dtype == np.int32 for b in levels_blocks)
+    ])
 
 
 def test_psan_division_of_the_n_ary_tree():
@@ -74,8 +75,8 @@ def test_psan_bad_settings_and_empty_constituents():
 
 def test_blocks_ignore_padding_and_reject_non_contiguous_ids():
     padded = np.array([[0, 0, 1, -1, -1], [0, 1, 2, -1, -1]], np.int32)
-    assert [b.tolist() for b in psan.blocks(padded)] == [[[0, 2], [2, 1]],
-                                                         [[0, 1], [1, 1], [2, 1]]]
+    np.testing.assert_array_equal(psan.blocks(padded), [[[0, 2], [2, 1], [-1, -1]],
+                                                        [[0, 1], [1, 1], [2, 1]]])
     with pytest.raises(StructureError, match="level 1"):
         psan.blocks(np.array([[0, 1, 0]]))
     with pytest.raises(StructureError, match="level 2"):

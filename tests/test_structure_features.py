@@ -46,16 +46,19 @@ def slow_segments(tree: Tree, num_levels: int = 3, min_split_len: int = 4) -> np
     return np.array(rows, np.int32)
 
 
-def slow_blocks(segments: np.ndarray) -> list[np.ndarray]:
-    result = []
+def slow_blocks(segments: np.ndarray) -> np.ndarray:
+    """int32[T, P, 2]: each level's (start, length) list, -1 padded to the longest level."""
+    levels = []
     for row in segments:
         phrases = []
         for position, phrase in enumerate(row):
             if position == 0 or phrase != row[position - 1]:
                 phrases.append([position, 0])
             phrases[-1][1] += 1
-        result.append(np.array(phrases, np.int32))
-    return result
+        levels.append(phrases)
+    longest = max(len(phrases) for phrases in levels)
+    return np.array([phrases + [[-1, -1]] * (longest - len(phrases)) for phrases in levels],
+                    np.int32)
 
 
 def path_to_root(node: int, parent: list[int]) -> list[int]:
@@ -142,8 +145,8 @@ def test_synthetic_arrays_equal_the_slow_references(synthetic_examples):
     sentences = _first_sentences(synthetic_examples)
     vocab = arrays.build_relation_vocab(sentences)
     spec = arrays.StructureSpec(ALL_FIELDS, relation_vocab=vocab, max_level=2)
-    assert spec.output_fields() == {"segments": 2, "blocks_1": 2, "blocks_2": 2, "blocks_3": 2,
-                                    "relations": 2, "levels": 1, "members": 2}
+    assert spec.output_fields() == {"segments": 2, "blocks": 3, "relations": 2, "levels": 1,
+                                    "members": 2}
     for sentence, computed in zip(sentences, spec(sentences), strict=True):
         n = len(sentence.tokens)
         assert computed.keys() == spec.output_fields().keys()
@@ -151,8 +154,7 @@ def test_synthetic_arrays_equal_the_slow_references(synthetic_examples):
                            computed["members"]], [(3, n), (n + 1, n + 1), (n + 1,), (n - 1, 2)])
         expected_segments = slow_segments(tree_from_sentence(sentence))
         np.testing.assert_array_equal(computed["segments"], expected_segments)
-        for level, block in enumerate(slow_blocks(expected_segments), start=1):
-            np.testing.assert_array_equal(computed[f"blocks_{level}"], block)
+        np.testing.assert_array_equal(computed["blocks"], slow_blocks(expected_segments))
         np.testing.assert_array_equal(computed["relations"], slow_relations(
             sentence.heads, sentence.deprels, vocab, max_distance=2))
         np.testing.assert_array_equal(computed["levels"], slow_levels(sentence.heads, 2))

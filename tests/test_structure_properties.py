@@ -200,13 +200,15 @@ def test_segments_partition_refine_and_never_split_short_phrases(tree, binarize)
 def test_blocks_and_equal_split_against_loops(tree, padding):
     ids = psan.segments(tree)
     padded = np.concatenate([ids, np.full((3, padding), -1, np.int32)], axis=1)
-    for row, phrases in zip(ids, psan.blocks(padded), strict=True):
+    phrase_lists = psan.blocks(padded)
+    assert phrase_lists.shape == (3, ids.max() + 1, 2) and phrase_lists.dtype == np.int32
+    for row, phrases in zip(ids, phrase_lists, strict=True):
         expected, start = [], 0
         for i in range(1, len(row) + 1):
             if i == len(row) or row[i] != row[i - 1]:
                 expected.append([start, i - start])
                 start = i
-        assert phrases.tolist() == expected
+        assert phrases.tolist() == expected + [[-1, -1]] * (len(phrases) - len(expected))
     equal = psan.equal_segments(padded)
     assert (equal[:, ids.shape[1]:] == -1).all()
     for row, equal_row in zip(ids, equal[:, :ids.shape[1]], strict=True):

@@ -5,7 +5,10 @@ Per-example features are flat dicts of numpy arrays at natural length; keys are
 `"<field>"` for the example's own (`label`, `score`). Every field pads by the rule `PAD_RULES`
 declares for its name; a field without a rule is an error. A batch adds `"<role>/lengths"`
 int32[B] (the real token count of each row), `"weight"` float32[B] (0 for filler rows) and
-`"index"` int32[B] (the example's position in `features`, -1 for filler rows).
+`"index"` int32[B] (the example's position in `features`, -1 for filler rows). With a
+`PackingConfig`, every role with PSAN's `blocks` also gets its phrase packing plan,
+`"<role>/pack_t{t}_len{L_c}"` int32[G, N, L_c] (jaxenc.data.packing; computed from the padded
+batch, -1 = empty slot, filler rows and padding tokens in no slot).
 
 Each epoch follows a plan that depends only on (seed, epoch): examples are grouped by the
 smallest bucket length holding their longest role, shuffled within the bucket, cut into batches
@@ -18,12 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 
 import grain
 import numpy as np
 
+from jaxenc.data.packing import PackingConfig, PhrasePacker
 from jaxenc.errors import ConfigError, DataError
 
 BUCKET_AXIS = "L"  # axis kind: pad to the batch's bucket length
@@ -34,12 +37,11 @@ PadRule = tuple[int | float, tuple[AxisKind, ...]]
 # field name -> (pad value, one axis kind per axis of the per-example array). The pad value's
 # type sets the batch dtype (int -> int32, float -> float32). Axis kinds: BUCKET_AXIS pads to the
 # bucket length, an int pads to that size, None is not padded (same size in every example).
-# A name may end in a level index, `blocks_2`, to use the rule of `blocks`.
 PAD_RULES: dict[str, PadRule] = {
     "tokens": (0, (BUCKET_AXIS,)),                 # int32[L], PAD = 0
     "tags": (-1, (BUCKET_AXIS,)),                  # int32[L] gold tag per token, -1 = ignored
     "segments": (-1, (None, BUCKET_AXIS)),         # int32[T, L] PSAN phrase id per level
-    "blocks": (-1, (BUCKET_AXIS, None)),           # int32[P, 2] PSAN phrase (start, length)
+    "blocks": (-1, (None, BUCKET_AXIS, None)),     # int32[T, P, 2] PSAN (start, length) per level
     "relations": (-1, (BUCKET_AXIS, BUCKET_AXIS)),  # int32[L, L] Dependency-Transformer ids
     "levels": (0, (BUCKET_AXIS,)),                 # int32[L] tree depth per node
     "members": (-1, (BUCKET_AXIS, None)),          # int32[M, K] hypernode token indices
@@ -49,7 +51,6 @@ PAD_RULES: dict[str, PadRule] = {
     "weight": (0.0, ()),
     "index": (-1, ()),
 }
-_LEVEL_INDEX = re.compile(r"_\d+$")
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def bucket_lengths(max_length: int, step: int = 8) -> tuple[int, ...]:
 def pad_rule(key: str) -> PadRule:
     """The PAD_RULES entry for a feature key (`"first/segments"` -> the rule of `segments`)."""
     name = key.rsplit("/", 1)[-1]
-    rule = PAD_RULES.get(name) or PAD_RULES.get(_LEVEL_INDEX.sub("", name))
+    rule = PAD_RULES.get(name)
     if rule is None:
         raise DataError(f"feature {key!r} has no padding rule",
                         fix="add '(pad value, axis kinds)' for it to "
@@ -157,11 +158,14 @@ class Batcher:
       max_length: examples whose longest role is longer are dropped (default: largest bucket).
       num_threads: grain threads assembling batches ahead of the consumer (0: on demand, in
         the calling thread; assembly costs a few microseconds per example).
+      packing: add the phrase packing plan of every role with a `blocks` field (`self.packer`
+        holds its class layouts); None: no plan.
     """
 
     def __init__(self, features: Sequence[Mapping[str, np.ndarray]], *, batch_size: int,
                  buckets: Sequence[int], shuffle: bool, seed: int = 0,
-                 max_length: int | None = None, num_threads: int = 0):
+                 max_length: int | None = None, num_threads: int = 0,
+                 packing: PackingConfig | None = None):
         buckets = tuple(int(b) for b in buckets)
         if not buckets or any(b < 1 for b in buckets) or list(buckets) != sorted(set(buckets)):
             raise ConfigError(f"buckets must be increasing positive lengths, got {buckets}")
@@ -193,6 +197,7 @@ class Batcher:
                                                   bucket_length) for key in self._keys}
         self._bucket_members = [np.flatnonzero(bucket == b) for b in range(len(buckets))]
         self._bucket_batches = tuple(-(-len(m) // batch_size) for m in self._bucket_members)
+        self.packer = None if packing is None else self._packer(packing)
 
     @property
     def num_batches(self) -> int:
@@ -235,6 +240,19 @@ class Batcher:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
 
+    def _packer(self, config: PackingConfig) -> PhrasePacker:
+        """The packer of the roles with a `blocks` field, planned over this batcher's epochs."""
+        roles = [role for role in self._roles if f"{role}/blocks" in self._keys]
+        if not roles:
+            raise ConfigError("phrase packing needs the structure field 'blocks' (fix: add it to "
+                              "the encoder's REQUIRED_FIELDS or drop the packing config)")
+        return PhrasePacker(
+            config, {role: [np.asarray(f[f"{role}/blocks"]) for f in self._features]
+                     for role in roles},
+            batch_size=self.batch_size, buckets=dict(zip(self.buckets, self._bucket_members,
+                                                          strict=True)),
+            batches=(batch for epoch in range(config.epochs) for batch in self._plan(epoch)))
+
     def _assemble(self, batch_plan: tuple[int, np.ndarray]) -> dict[str, np.ndarray]:
         """One padded batch: every field [batch_size, ...], lengths and weight added."""
         length, rows = batch_plan
@@ -254,6 +272,8 @@ class Batcher:
             batch["weight"] = _filled(np.ones(len(rows)), self.batch_size, np.float32)
         batch["index"] = np.full(self.batch_size, -1, np.int32)
         batch["index"][:len(rows)] = rows
+        if self.packer is not None:
+            batch.update(self.packer(batch))
         return batch
 
 

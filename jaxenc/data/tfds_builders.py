@@ -34,7 +34,7 @@ the arrays the featurizer computes (both call `jaxenc.structures.arrays`, defaul
 
     jtfds.prepare("sst5_trees", TFDS_DIR, manual_dir=DATA, config="psan_gold")
     source = tfds.data_source("jaxenc_sst5_trees/psan_gold", data_dir=TFDS_DIR)
-    jtfds.structures_of(source["train"][0])   # {"sentence/segments": ..., "sentence/blocks_1": ..}
+    jtfds.structures_of(source["train"][0])   # {"sentence/segments": ..., "sentence/blocks": ..}
 
 Relation ids of the "dt_*" configs come from the parser's fixed label set
 (`family_relation_vocab`): the UD v2 relations for gold trees, the spaCy parser's labels for spaCy.
@@ -66,7 +66,12 @@ from jaxenc.structures import arrays, parsers
 from jaxenc.structures.relations import RelationVocabulary
 
 BUILDER_PREFIX = "jaxenc_"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
+# Version -> what changed; a new version makes TFDS rebuild instead of reusing an older build.
+RELEASE_NOTES = {
+    "1.0.0": "Records and ready-made structure configs.",
+    "1.1.0": "PSAN's phrase lists are one field `blocks` int32[T, P, 2] (were blocks_1..blocks_T).",
+}
 REACHABILITY_TIMEOUT_S = 5.0
 ROLES = {
     "single": ("sentence",), "tagging": ("sentence",), "unlabelled": ("sentence",),
@@ -154,6 +159,7 @@ class _RegistryBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Builds the records of `DATASET` (a registry.DatasetInfo); subclasses set it."""
 
     VERSION = tfds.core.Version(VERSION)
+    RELEASE_NOTES = RELEASE_NOTES
     DATASET: registry.DatasetInfo
     MANUAL_DOWNLOAD_INSTRUCTIONS = (
         "Put the dataset's folder, laid out like shared/data (see shared/data/README.md), in the "

@@ -6,8 +6,8 @@ One place computes them, so the featurizer (`jaxenc.data.featurize`) and the TFD
 | field       | array                                  | model               | tree         |
 |-------------|----------------------------------------|---------------------|--------------|
 | `segments`  | int32[T, n] phrase id per level        | PSAN                | constituency |
-| `blocks`    | `blocks_1..blocks_T`: int32[P_t, 2]    | PSAN (blocked PSA)  | constituency |
-|             | (start, length) of each phrase         |                     |              |
+| `blocks`    | int32[T, P, 2] (start, length) of each | PSAN (blocked PSA)  | constituency |
+|             | phrase per level, -1 padded along P    |                     |              |
 | `relations` | int32[n+1, n+1] ([root] node at 0)     | Dependency-Transf.  | dependency   |
 | `levels`    | int32[n+1] depth, clipped to max_level | Dependency-Transf.  | dependency   |
 | `members`   | int32[n-1, 2] (dependent, head) of     | PhraseTransformer   | dependency   |
@@ -72,7 +72,7 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
     Args:
       sentence: the sentence; its tokens must be the trees' words.
       trees: its trees (`parse_trees`); the kinds the fields need must be present.
-      fields: names from FIELD_TREES; "blocks" yields the keys "blocks_1".."blocks_T".
+      fields: names from FIELD_TREES.
       relation_vocab: relation ids, needed by "relations".
       num_levels, min_split_len, binarize: the PSAN division (psan.segments).
       max_distance: the largest a + b that gets a distance-pair relation.
@@ -88,8 +88,7 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
         if "segments" in fields:
             arrays["segments"] = segments
         if "blocks" in fields:
-            arrays.update({f"blocks_{level}": block
-                           for level, block in enumerate(psan.blocks(segments), start=1)})
+            arrays["blocks"] = psan.blocks(segments)
     if "relations" in fields:
         _require_relation_vocab(relation_vocab)
         arrays["relations"] = relations.relations(dependency, relation_vocab, max_distance)
@@ -100,16 +99,10 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
     return arrays
 
 
-def output_fields(fields: Sequence[str], num_levels: int) -> dict[str, int]:
+def output_fields(fields: Sequence[str]) -> dict[str, int]:
     """Key -> rank of every array `structure_arrays` returns for `fields`."""
-    ranks = {"segments": 2, "relations": 2, "levels": 1, "members": 2}
-    keys = {}
-    for field in _check_fields(fields):
-        if field == "blocks":
-            keys.update({f"blocks_{level}": 2 for level in range(1, num_levels + 1)})
-        else:
-            keys[field] = ranks[field]
-    return keys
+    ranks = {"segments": 2, "blocks": 3, "relations": 2, "levels": 1, "members": 2}
+    return {field: ranks[field] for field in _check_fields(fields)}
 
 
 def _check_fields(fields: Sequence[str]) -> Sequence[str]:
@@ -238,7 +231,7 @@ class StructureSpec:
 
     def output_fields(self) -> dict[str, int]:
         """Key -> rank of every array `arrays` returns."""
-        return output_fields(self.fields, self.num_levels)
+        return output_fields(self.fields)
 
     def parse(self, sentences: Sequence[Sentence]) -> list[SentenceTrees]:
         return parse_trees(sentences, self.fields, self.parser, cache_dir=self.cache_dir)

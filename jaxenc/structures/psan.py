@@ -65,13 +65,15 @@ def segments(tree: Tree, num_levels: int = 3, min_split_len: int = 4,
     return ids
 
 
-def blocks(segments: np.ndarray) -> list[np.ndarray]:
-    """Per level, the phrase list int32[P_t, 2] of (start, length) for the blocked PSA kernel.
+def blocks(segments: np.ndarray) -> np.ndarray:
+    """int32[T, P, 2]: the (start, length) of every phrase of every level, for the blocked PSA.
 
-    `segments` is int32[T, n] (tokens with id -1 are padding and ignored). Raises StructureError
-    when a level's phrases are not contiguous and numbered 0..P-1 from left to right.
+    `segments` is int32[T, n] (tokens with id -1 are padding and ignored). Row t lists level
+    t+1's P_t phrases left to right; P = max_t P_t and the rows of shorter levels are padded with
+    -1 (the batcher pads P further, to the bucket length). Raises StructureError when a level's
+    phrases are not contiguous and numbered 0..P-1 from left to right.
     """
-    result = []
+    levels = []
     for depth, row in enumerate(np.asarray(segments)):
         ids = row[row >= 0]
         starts = np.flatnonzero(np.diff(ids, prepend=-1))
@@ -79,8 +81,11 @@ def blocks(segments: np.ndarray) -> list[np.ndarray]:
             raise StructureError(f"segments of level {depth + 1} are not contiguous phrases "
                                  f"numbered 0..P-1 left to right: {row.tolist()}",
                                  fix="build them with jaxenc.structures.psan.segments")
-        lengths = np.diff(starts, append=len(ids))
-        result.append(np.stack([starts, lengths], axis=1).astype(np.int32))
+        levels.append(np.stack([starts, np.diff(starts, append=len(ids))], axis=1))
+    result = np.full((len(levels), max((len(level) for level in levels), default=0), 2), -1,
+                     np.int32)
+    for depth, level in enumerate(levels):
+        result[depth, :len(level)] = level
     return result
 
 
