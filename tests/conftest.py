@@ -5,9 +5,12 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+
+from jaxenc.data import registry  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,3 +29,31 @@ def data_root() -> Path:
     if root is None:
         pytest.skip("real datasets not found: set JAXENC_DATA_DIR to a shared/data folder")
     return root
+
+
+def _head(path: Path, lines: int) -> bytes:
+    with path.open("rb") as f:
+        return b"".join(f.readline() for _ in range(lines))
+
+
+@pytest.fixture
+def tiny_data_dir(data_root: Path, tmp_path: Path) -> Callable[[str, int], Path]:
+    """make(dataset, lines) -> a data root whose folder for `dataset` holds the first `lines`
+    lines of each of its real files (header included). The shared SNLI folder has a dev sample
+    only: its slices stand in for train, dev and test."""
+
+    def make(dataset: str, lines: int) -> Path:
+        folder = registry.DATASETS[dataset].folder
+        source, target = data_root / folder, tmp_path / "data" / folder
+        target.mkdir(parents=True)
+        if dataset == "snli":
+            (sample,) = source.glob("snli_1.0_dev*.jsonl")
+            for split in ("train", "dev", "test"):
+                (target / f"snli_1.0_{split}.jsonl").write_bytes(_head(sample, lines))
+        else:
+            for path in source.iterdir():
+                if path.is_file():
+                    (target / path.name).write_bytes(_head(path, lines))
+        return target.parent
+
+    return make
