@@ -350,7 +350,7 @@ def test_train_main_runs_a_tiny_tree_lstm_job(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "train.main", "--config=train/configs/base.py:tree_lstm,synthetic",
          f"--workdir={workdir}", "--config.model.embed_dim=8", "--config.model.memory_dim=8",
-         "--config.model.parser=gold", "--config.task.head.hidden_dims=(8,)",
+         "--config.task.head.hidden_dims=(8,)",
          "--config.data.batch_size=16", "--config.data.max_length=32",
          "--config.data.bucket_step=32", "--config.train.num_steps=6",
          "--config.train.eval_every=3", "--config.train.log_every=3",
@@ -361,5 +361,6 @@ def test_train_main_runs_a_tiny_tree_lstm_job(tmp_path):
     assert [r["step"] for r in records if r["split"] == "dev"] == [3, 6]
     test = [r for r in records if r["split"] == "test"][-1]
     assert 0.0 <= test["accuracy"] <= 1.0
-    assert json.loads((workdir / "config.json").read_text())["model"]["memory_dim"] == 8
+    model = json.loads((workdir / "config.json").read_text())["model"]
+    assert (model["memory_dim"], model["parser"]) == (8, "gold")  # synthetic ships gold trees
     assert "| tree_lstm | synthetic |" in (workdir / report.RESULTS_FILE).read_text()
