@@ -5,9 +5,12 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+import functools  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from jaxenc.data import registry  # noqa: E402
@@ -57,3 +60,19 @@ def tiny_data_dir(data_root: Path, tmp_path: Path) -> Callable[[str, int], Path]
         return target.parent
 
     return make
+
+
+def _noisy_params(model, batch, seed: int = 0) -> dict:
+    """Initial parameters of `model` (flax, `train` keyword) on `batch` plus N(0, 0.5^2) noise, so
+    that biases are non-zero and gates saturate somewhere: for comparisons with references."""
+    params = jax.jit(functools.partial(model.init, train=False))(jax.random.key(seed), batch)
+    leaves, tree = jax.tree.flatten(params["params"])
+    rng = np.random.default_rng(seed)
+    return jax.tree.unflatten(tree, [leaf + 0.5 * rng.normal(size=leaf.shape).astype(np.float32)
+                                     for leaf in leaves])
+
+
+@pytest.fixture(scope="session")
+def noisy_params() -> Callable[..., dict]:
+    """noisy_params(model, batch, seed=0) -> parameters (see `_noisy_params`)."""
+    return _noisy_params

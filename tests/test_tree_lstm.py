@@ -86,15 +86,6 @@ def batch_of(features, bucket: int, batch_size: int) -> tuple[dict[str, np.ndarr
     return sentence_fields(batch, "sentence"), batch["index"]
 
 
-def noisy_params(model, batch, seed=0):
-    """Initial parameters plus noise, so that biases are non-zero and gates saturate somewhere."""
-    params = jax.jit(functools.partial(model.init, train=False))(jax.random.key(seed), batch)
-    leaves, tree = jax.tree.flatten(params["params"])
-    rng = np.random.default_rng(seed)
-    return jax.tree.unflatten(tree, [leaf + 0.5 * rng.normal(size=leaf.shape).astype(np.float32)
-                                     for leaf in leaves])
-
-
 # ---- reference: eqs. 2-8 by recursion over one tree (numpy, float64) ------------------------
 
 def sigmoid(z):
@@ -151,7 +142,8 @@ def float64(params):
 
 # ---- tests ------------------------------------------------------------------------------------
 
-def test_outputs_equal_the_recursive_reference_on_real_trees(dev_sentences, deep_sentence):
+def test_outputs_equal_the_recursive_reference_on_real_trees(dev_sentences, deep_sentence,
+                                                             noisy_params):
     bucket = 72
     sentences = [*dev_sentences, deep_sentence, chain(bucket - 1)]  # chain: depth = bucket - 1
     vocab = Vocabulary.build(s.tokens for s in sentences)
@@ -177,7 +169,8 @@ def test_outputs_equal_the_recursive_reference_on_real_trees(dev_sentences, deep
     assert list(index).count(-1) == 2
 
 
-def test_gradients_match_the_reference_with_a_one_word_sentence_and_filler(dev_sentences):
+def test_gradients_match_the_reference_with_a_one_word_sentence_and_filler(dev_sentences,
+                                                                           noisy_params):
     """Directional derivatives of the loss along random directions, one parameter at a time:
     the model's gradient against central differences of the float64 reference."""
     sentences = [s for s in dev_sentences if len(s.tokens) <= 20]
@@ -212,7 +205,7 @@ def test_gradients_match_the_reference_with_a_one_word_sentence_and_filler(dev_s
                                    rtol=1e-4, atol=1e-5)
 
 
-def test_padding_and_batch_order_do_not_change_a_sentence(dev_sentences):
+def test_padding_and_batch_order_do_not_change_a_sentence(dev_sentences, noisy_params):
     sentences = [*(s for s in dev_sentences if len(s.tokens) < 16), chain(15)]
     vocab = Vocabulary.build(s.tokens for s in sentences)
     features = featurize(sentences, vocab)
@@ -234,7 +227,7 @@ def test_padding_and_batch_order_do_not_change_a_sentence(dev_sentences):
                  out_reversed, out_short)
 
 
-def test_compiles_once_per_bucket_whatever_the_depths():
+def test_compiles_once_per_bucket_whatever_the_depths(noisy_params):
     """Depths 3, 15 (bucket 16) and 20, 31 (bucket 32): the depth loop has a static bound."""
     sentences = [[chain(3)], [chain(15), chain(2)], [chain(20)], [chain(31), chain(5)]]
     vocab = Vocabulary.build(s.tokens for group in sentences for s in group)
@@ -248,7 +241,7 @@ def test_compiles_once_per_bucket_whatever_the_depths():
     assert apply._cache_size() == 2
 
 
-def test_bfloat16_follows_float32(dev_sentences):
+def test_bfloat16_follows_float32(dev_sentences, noisy_params):
     vocab = Vocabulary.build(s.tokens for s in dev_sentences)
     fields, _ = batch_of(featurize(dev_sentences, vocab), 32, batch_size=16)
     model = build_encoder(model_cfg(), len(vocab))
