@@ -5,9 +5,15 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+import functools  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from jaxenc.data import registry  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,3 +32,47 @@ def data_root() -> Path:
     if root is None:
         pytest.skip("real datasets not found: set JAXENC_DATA_DIR to a shared/data folder")
     return root
+
+
+def _head(path: Path, lines: int) -> bytes:
+    with path.open("rb") as f:
+        return b"".join(f.readline() for _ in range(lines))
+
+
+@pytest.fixture
+def tiny_data_dir(data_root: Path, tmp_path: Path) -> Callable[[str, int], Path]:
+    """make(dataset, lines) -> a data root whose folder for `dataset` holds the first `lines`
+    lines of each of its real files (header included). The shared SNLI folder has a dev sample
+    only: its slices stand in for train, dev and test."""
+
+    def make(dataset: str, lines: int) -> Path:
+        folder = registry.DATASETS[dataset].folder
+        source, target = data_root / folder, tmp_path / "data" / folder
+        target.mkdir(parents=True)
+        if dataset == "snli":
+            (sample,) = source.glob("snli_1.0_dev*.jsonl")
+            for split in ("train", "dev", "test"):
+                (target / f"snli_1.0_{split}.jsonl").write_bytes(_head(sample, lines))
+        else:
+            for path in source.iterdir():
+                if path.is_file():
+                    (target / path.name).write_bytes(_head(path, lines))
+        return target.parent
+
+    return make
+
+
+def _noisy_params(model, batch, seed: int = 0) -> dict:
+    """Initial parameters of `model` (flax, `train` keyword) on `batch` plus N(0, 0.5^2) noise, so
+    that biases are non-zero and gates saturate somewhere: for comparisons with references."""
+    params = jax.jit(functools.partial(model.init, train=False))(jax.random.key(seed), batch)
+    leaves, tree = jax.tree.flatten(params["params"])
+    rng = np.random.default_rng(seed)
+    return jax.tree.unflatten(tree, [leaf + 0.5 * rng.normal(size=leaf.shape).astype(np.float32)
+                                     for leaf in leaves])
+
+
+@pytest.fixture(scope="session")
+def noisy_params() -> Callable[..., dict]:
+    """noisy_params(model, batch, seed=0) -> parameters (see `_noisy_params`)."""
+    return _noisy_params

@@ -207,7 +207,7 @@ def test_padding_waste_matches_loop():
 
 def test_pad_rules_cover_the_contract_fields():
     contract = {"tokens": 0, "tags": -1, "segments": -1, "blocks": -1, "relations": -1,
-                "levels": 0, "members": -1, "label": 0, "score": 0.0, "weight": 0.0}
+                "levels": 0, "heads": -1, "members": -1, "label": 0, "score": 0.0, "weight": 0.0}
     assert {name: PAD_RULES[name][0] for name in contract} == contract
     assert pad_rule("first/relations") == pad_rule("relations") == (-1, ("L", "L"))
     assert pad_rule("second/blocks") == (-1, (None, "L", None))
@@ -244,9 +244,9 @@ def test_given_weights_are_kept_and_filler_is_zero():
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda f: f[3].update({"sentence/heads": np.zeros(3, np.int32)}), "fields"),
-    (lambda f: [e.update({"sentence/heads": np.zeros(3, np.int32)}) for e in f],
-     "'sentence/heads' has no padding rule"),
+    (lambda f: f[3].update({"sentence/spans": np.zeros(3, np.int32)}), "fields"),
+    (lambda f: [e.update({"sentence/spans": np.zeros(3, np.int32)}) for e in f],
+     "'sentence/spans' has no padding rule"),
     (lambda f: [e.update({"sentence/lengths": np.int32(1)}) for e in f], "the batcher adds"),
     (lambda f: [e.update({"other/levels": np.zeros(2, np.int32)}) for e in f],
      "role 'other' has no 'other/tokens'"),

@@ -31,20 +31,11 @@ def random_batch(lengths, max_len, seed=0):
     return {"tokens": jnp.asarray(tokens, jnp.int32), "lengths": jnp.asarray(lengths, jnp.int32)}
 
 
-def init_params(model, batch, seed=0):
-    """Initial parameters plus noise, so that biases are non-zero and tanh saturates somewhere."""
-    params = jax.jit(functools.partial(model.init, train=False))(jax.random.key(seed), batch)
-    leaves, tree = jax.tree.flatten(params["params"])
-    rng = np.random.default_rng(seed)
-    return jax.tree.unflatten(tree, [leaf + 0.5 * rng.normal(size=leaf.shape).astype(np.float32)
-                                     for leaf in leaves])
-
-
 @pytest.fixture(scope="module")
-def reference_setup():
+def reference_setup(noisy_params):
     """A batch with padding, an empty row and a one-token row, and parameters (any impl)."""
     batch = random_batch(LENGTHS, 6, seed=1)
-    return batch, init_params(build_encoder(config(), VOCAB), batch, seed=2)
+    return batch, noisy_params(build_encoder(config(), VOCAB), batch, seed=2)
 
 
 # ---- reference: eqs. 14-20 and 12-13 with explicit loops, for xp = numpy or jax.numpy ----------

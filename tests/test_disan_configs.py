@@ -3,13 +3,11 @@ encoder with the paper's settings, and one jitted train step on a tiny slice of 
 a finite loss and changes the parameters. SNLI's model has disan.md's parameter count."""
 
 import importlib
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
-from jaxenc.data import registry
 from jaxenc.training import loop
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
@@ -25,35 +23,13 @@ def _config(name: str):
     return importlib.import_module(f"train.configs.{name}").get_config()
 
 
-def _head(path: Path, lines: int) -> bytes:
-    with path.open("rb") as f:
-        return b"".join(f.readline() for _ in range(lines))
-
-
-def _tiny_data_dir(data_root: Path, tmp_path: Path, dataset: str) -> Path:
-    """A data folder holding the first SLICE_LINES lines of each file of `dataset`'s folder. The
-    shared SNLI folder has a dev sample only: its slices stand in for train, dev and test."""
-    folder = registry.DATASETS[dataset].folder
-    source, target = data_root / folder, tmp_path / "data" / folder
-    target.mkdir(parents=True)
-    if dataset == "snli":
-        (sample,) = source.glob("snli_1.0_dev*.jsonl")
-        for split in ("train", "dev", "test"):
-            (target / f"snli_1.0_{split}.jsonl").write_bytes(_head(sample, SLICE_LINES))
-    else:
-        for path in source.iterdir():
-            if path.is_file():
-                (target / path.name).write_bytes(_head(path, SLICE_LINES))
-    return target.parent
-
-
 def _l2_distance(a, b) -> float:
     return float(sum(np.sum((np.asarray(x) - np.asarray(y)) ** 2)
                      for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)))
 
 
 @pytest.mark.parametrize("name", DISAN_CONFIGS)
-def test_disan_config_trains_one_step_on_real_data(name, data_root, tmp_path):
+def test_disan_config_trains_one_step_on_real_data(name, tiny_data_dir, tmp_path):
     config = _config(name)
     assert config.model.name == "disan"
     assert (config.model.embed_dim, config.model.hidden) == (300, 300)
@@ -65,7 +41,7 @@ def test_disan_config_trains_one_step_on_real_data(name, data_root, tmp_path):
     assert config.task.head.activation == ("relu" if sst else "elu")
     assert config.data.embeddings == ""  # the ONE override that gives the paper setting
 
-    config.data.update(dict(data_dir=str(_tiny_data_dir(data_root, tmp_path, config.task.dataset)),
+    config.data.update(dict(data_dir=str(tiny_data_dir(config.task.dataset, SLICE_LINES)),
                             batch_size=BATCH, eval_batch_size=BATCH))
     mesh = make_mesh(jax.devices()[:1])  # one device: compiles faster than the 8 fake ones
     setup = loop.prepare(config, tmp_path / "run", mesh, loop.load_splits(config))

@@ -1,14 +1,19 @@
-"""Data parallelism: a step on 8 (fake CPU) devices equals the same step on one device."""
+"""Data parallelism: a step on 8 (fake CPU) devices equals the same step on one device, for a
+Transformer and for the Tree-LSTM (structure fields, a loop whose length depends on the batch)."""
+
+import functools
+import operator
 
 import chex
 import jax
 import numpy as np
+import pytest
 
 from jaxenc.data.batching import Batcher
 from jaxenc.data.featurize import Featurizer
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.models.registry import build_encoder
+from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.tasks.tasks import build_task
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
@@ -17,13 +22,22 @@ from jaxenc.training.steps import make_eval_step, make_train_step, to_host
 from train.configs import base
 
 GLOBAL_BATCH = 32
+# model -> (small hyperparameters, path of an encoder weight the two steps must change)
+MODELS = {
+    # dropout on: the RNG must not depend on sharding
+    "transformer": (dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16,
+                         dropout_rate=0.2), ("layer_0", "ffn", "hidden", "kernel")),
+    # structure fields and the [root] prefix; the depth loop's bound is the batch's global depth
+    "tree_lstm": (dict(embed_dim=16, memory_dim=16), ("f_h", "kernel")),
+}
 
 
-def test_steps_on_eight_devices_equal_one_device():
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_steps_on_eight_devices_equal_one_device(name):
     assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
-    config = base.get_config("transformer,synthetic")
-    config.model.update(dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16,
-                             dropout_rate=0.2))  # dropout on: the RNG must not depend on sharding
+    small, weight = MODELS[name]
+    config = base.get_config(f"{name},synthetic")
+    config.model.update(small)
     config.task.head.hidden_dims = (16,)
     config.optim.update(dict(name="adadelta", learning_rate=0.5, weight_decay=1e-4,
                              clip_norm=1.0))
@@ -32,7 +46,9 @@ def test_steps_on_eight_devices_equal_one_device():
     encoder = build_encoder(config.model, len(vocab))
     task = build_task("single", config.task, num_classes=2)
     model = task.build_model(encoder)
-    features = Featurizer(kind="single", vocab=vocab, model_cfg=config.model).many(examples)
+    needs = structure_spec(config.model)
+    features = Featurizer(kind="single", vocab=vocab, model_cfg=config.model,
+                          structure_fields=needs.fields, prefix=needs.prefix_tokens).many(examples)
     batches = list(Batcher(features, batch_size=GLOBAL_BATCH, buckets=(32,), shuffle=True,
                            seed=0).epoch(0))
     params = jax.device_get(init_params(model, batches[0], seed=0))
@@ -61,7 +77,7 @@ def test_steps_on_eight_devices_equal_one_device():
     np.testing.assert_allclose(losses_8, losses_1, rtol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
                  params_8, params_1)
-    assert not np.allclose(params_1["encoder"]["layer_0"]["ffn"]["hidden"]["kernel"],
-                           params["encoder"]["layer_0"]["ffn"]["hidden"]["kernel"])
+    assert not np.allclose(functools.reduce(operator.getitem, weight, params_1["encoder"]),
+                           functools.reduce(operator.getitem, weight, params["encoder"]))
     np.testing.assert_array_equal(outputs_8["prediction"], outputs_1["prediction"])
     np.testing.assert_allclose(outputs_8["loss"], outputs_1["loss"], rtol=1e-5)

@@ -1,5 +1,6 @@
 """Structure arrays on hand-worked examples: PSAN segments / blocks / equal split, Dependency-
-Transformer relations and levels, PhraseTransformer hypernodes and adjacency, the Table 1 stats."""
+Transformer relations and levels, Tree-LSTM node heads, PhraseTransformer hypernodes and adjacency,
+the Table 1 stats."""
 
 import chex
 import jax
@@ -15,6 +16,7 @@ from jaxenc.structures.relations import (
     SELF_ID,
     RelationVocabulary,
     levels,
+    node_heads,
     relations,
 )
 from jaxenc.structures.trees import DependencyTree, Tree, parse_bracketed
@@ -156,6 +158,16 @@ def test_levels_are_depths_clipped():
     np.testing.assert_array_equal(levels(DOG_DEPS, max_level=10), [0, 3, 3, 2, 1])
     np.testing.assert_array_equal(levels(DOG_DEPS, max_level=2), [0, 2, 2, 2, 1])
     assert levels(DOG_DEPS, 10).dtype == np.int32
+
+
+def test_node_heads_put_the_root_node_first():
+    # nodes: 0 [root], 1 the, 2 big, 3 dog, 4 barked; the -> dog, big -> dog, dog -> barked,
+    # barked -> [root]; the [root] node has no head.
+    heads = node_heads(DOG_DEPS)
+    np.testing.assert_array_equal(heads, [-1, 3, 3, 4, 0])
+    chex.assert_type(heads, np.int32)
+    with pytest.raises(StructureError, match="cycle"):
+        node_heads(DependencyTree(("a", "b", "c"), (0, 3, 2), ("x", "y", "z")))
 
 
 def test_unseen_labels_map_to_unk_and_subtypes_flag(tmp_path):

@@ -18,7 +18,7 @@ from jaxenc.structures import arrays, parsers
 from jaxenc.structures.relations import NONE_ID, SELF_ID, RelationVocabulary
 from jaxenc.structures.trees import Tree, tree_from_sentence
 
-ALL_FIELDS = ("segments", "blocks", "relations", "levels", "members")
+ALL_FIELDS = ("segments", "blocks", "relations", "levels", "heads", "members")
 NUM_SENTENCES = 200
 
 
@@ -98,6 +98,12 @@ def slow_levels(heads, max_level: int) -> np.ndarray:
                      for i in range(len(parent))], np.int32)
 
 
+def slow_node_heads(heads) -> np.ndarray:
+    """The second node on each node's path to the [root] node (-1 for the [root] node)."""
+    parent = [0, *heads]
+    return np.array([(path_to_root(i, parent) + [-1])[1] for i in range(len(parent))], np.int32)
+
+
 def slow_members(heads) -> np.ndarray:
     arcs = [[dependent, head - 1] for dependent, head in enumerate(heads) if head != 0]
     return np.array(arcs, np.int32).reshape(-1, 2)
@@ -146,18 +152,20 @@ def test_synthetic_arrays_equal_the_slow_references(synthetic_examples):
     vocab = arrays.build_relation_vocab(sentences)
     spec = arrays.StructureSpec(ALL_FIELDS, relation_vocab=vocab, max_level=2)
     assert spec.output_fields() == {"segments": 2, "blocks": 3, "relations": 2, "levels": 1,
-                                    "members": 2}
+                                    "heads": 1, "members": 2}
     for sentence, computed in zip(sentences, spec(sentences), strict=True):
         n = len(sentence.tokens)
         assert computed.keys() == spec.output_fields().keys()
         chex.assert_shape([computed["segments"], computed["relations"], computed["levels"],
-                           computed["members"]], [(3, n), (n + 1, n + 1), (n + 1,), (n - 1, 2)])
+                           computed["heads"], computed["members"]],
+                          [(3, n), (n + 1, n + 1), (n + 1,), (n + 1,), (n - 1, 2)])
         expected_segments = slow_segments(tree_from_sentence(sentence))
         np.testing.assert_array_equal(computed["segments"], expected_segments)
         np.testing.assert_array_equal(computed["blocks"], slow_blocks(expected_segments))
         np.testing.assert_array_equal(computed["relations"], slow_relations(
             sentence.heads, sentence.deprels, vocab, max_distance=2))
         np.testing.assert_array_equal(computed["levels"], slow_levels(sentence.heads, 2))
+        np.testing.assert_array_equal(computed["heads"], slow_node_heads(sentence.heads))
         np.testing.assert_array_equal(computed["members"], slow_members(sentence.heads))
         assert all(array.dtype == np.int32 for array in computed.values())
 
@@ -331,7 +339,8 @@ def tfds_builds(data_root, tmp_path_factory):
     tfds_dir = tmp_path_factory.mktemp("tfds")
     builds = {}
     for dataset, config in (("sst5_trees", "psan_gold"), ("ud_ewt", "dt_gold"),
-                            ("ud_ewt", "psan_gold"), ("synthetic", "hyper_gold")):
+                            ("ud_ewt", "tree_lstm_gold"), ("ud_ewt", "psan_gold"),
+                            ("synthetic", "hyper_gold")):
         jtfds.prepare(dataset, tfds_dir, manual_dir=manual, config=config)
         sources = tfds.data_source(f"jaxenc_{dataset}/{config}", data_dir=str(tfds_dir),
                                    download=False)
@@ -343,7 +352,8 @@ def tfds_builds(data_root, tmp_path_factory):
 
 @pytest.mark.parametrize("dataset, config, kind", [
     ("sst5_trees", "psan_gold", "single"), ("ud_ewt", "dt_gold", "tagging"),
-    ("ud_ewt", "psan_gold", "tagging"), ("synthetic", "hyper_gold", "single")])
+    ("ud_ewt", "tree_lstm_gold", "tagging"), ("ud_ewt", "psan_gold", "tagging"),
+    ("synthetic", "hyper_gold", "single")])
 def test_tfds_arrays_equal_the_featurizer_arrays(tfds_builds, dataset, config, kind):
     records = tfds_builds[dataset, config]
     spec = jtfds.structure_spec_of(config)

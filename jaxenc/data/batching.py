@@ -44,6 +44,7 @@ PAD_RULES: dict[str, PadRule] = {
     "blocks": (-1, (None, BUCKET_AXIS, None)),     # int32[T, P, 2] PSAN (start, length) per level
     "relations": (-1, (BUCKET_AXIS, BUCKET_AXIS)),  # int32[L, L] Dependency-Transformer ids
     "levels": (0, (BUCKET_AXIS,)),                 # int32[L] tree depth per node
+    "heads": (-1, (BUCKET_AXIS,)),                 # int32[L] head node per node, -1 = none
     "members": (-1, (BUCKET_AXIS, None)),          # int32[M, K] hypernode token indices
     "label": (0, ()),
     "fine_label": (0, ()),

@@ -242,11 +242,12 @@ def load_split(dataset: str, split: str, data_dir: str | os.PathLike, *,
 
 
 # --- Ready-made structure configs ------------------------------------------------------------
-# Config name -> (structure fields, parser): PSAN, Dependency-Transformer, PhraseTransformer.
+# Config name -> (structure fields, parser): PSAN, Dependency-Transformer, Child-Sum Tree-LSTM,
+# PhraseTransformer.
 STRUCTURE_FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     f"{family}_{parser}": (fields, parser)
     for family, fields in (("psan", ("segments", "blocks")), ("dt", ("relations", "levels")),
-                           ("hyper", ("members",)))
+                           ("tree_lstm", ("heads",)), ("hyper", ("members",)))
     for parser in ("gold", "spacy")
 }
 

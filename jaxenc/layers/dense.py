@@ -47,3 +47,17 @@ class DropoutDense(nn.Module):
         if self.use_bias:
             y = y + self.param("bias", nn.initializers.zeros, (self.features,))
         return y
+
+
+class Kernel(nn.Module):
+    """A weight matrix float32[in_features, features] named "kernel" (L2-decayed like a Dense
+    kernel), returned rather than applied: for products inside a jax loop body, which cannot call
+    flax modules."""
+
+    in_features: int
+    features: int
+
+    @nn.compact
+    def __call__(self) -> jax.Array:
+        return self.param("kernel", nn.initializers.lecun_normal(),
+                          (self.in_features, self.features))

@@ -10,6 +10,8 @@ One place computes them, so the featurizer (`jaxenc.data.featurize`) and the TFD
 |             | phrase per level, -1 padded along P    |                     |              |
 | `relations` | int32[n+1, n+1] ([root] node at 0)     | Dependency-Transf.  | dependency   |
 | `levels`    | int32[n+1] depth, clipped to max_level | Dependency-Transf.  | dependency   |
+| `heads`     | int32[n+1] head node of each node      | Tree-LSTM           | dependency   |
+|             | ([root] node at 0, its head -1)        |                     |              |
 | `members`   | int32[n-1, 2] (dependent, head) of     | PhraseTransformer   | dependency   |
 |             | each dependency hypernode              |                     |              |
 
@@ -43,7 +45,7 @@ DEFAULT_MAX_LEVEL = 15  # the level-embedding table has max_level + 1 rows
 # Structure field -> the kind of tree it is computed from.
 FIELD_TREES: dict[str, str] = {
     "segments": CONSTITUENCY, "blocks": CONSTITUENCY,
-    "relations": DEPENDENCY, "levels": DEPENDENCY, "members": DEPENDENCY,
+    "relations": DEPENDENCY, "levels": DEPENDENCY, "heads": DEPENDENCY, "members": DEPENDENCY,
 }
 PARSER_NAMES = ("gold", "spacy", "spacy-constituency", "benepar")
 # The 37 universal relations of Universal Dependencies v2: the relation vocabulary of gold UD trees.
@@ -94,6 +96,8 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
         arrays["relations"] = relations.relations(dependency, relation_vocab, max_distance)
     if "levels" in fields:
         arrays["levels"] = relations.levels(dependency, max_level)
+    if "heads" in fields:
+        arrays["heads"] = relations.node_heads(dependency)
     if "members" in fields:
         arrays["members"] = hypernodes.dependency_members(dependency)
     return arrays
@@ -101,7 +105,7 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
 
 def output_fields(fields: Sequence[str]) -> dict[str, int]:
     """Key -> rank of every array `structure_arrays` returns for `fields`."""
-    ranks = {"segments": 2, "blocks": 3, "relations": 2, "levels": 1, "members": 2}
+    ranks = {"segments": 2, "blocks": 3, "relations": 2, "levels": 1, "heads": 1, "members": 2}
     return {field: ranks[field] for field in _check_fields(fields)}
 
 

@@ -1,4 +1,4 @@
-"""Dependency-Transformer relation ids and tree levels (Ma et al. 2022, Fig. 2).
+"""Dependency-Transformer relation ids, tree levels and node heads (Ma et al. 2022, Fig. 2).
 
 Implements shared/spec/structures.md, "Dependency-Transformer". A `[root]` node is prepended: word i
 (0-based) is node i+1 and head 0 means the root node. For "node i attends to node j":
@@ -160,3 +160,9 @@ def levels(dtree: DependencyTree, max_level: int) -> np.ndarray:
         depth += node > 0
         node = parent[node]
     return np.minimum(depth, max_level)
+
+
+def node_heads(dtree: DependencyTree) -> np.ndarray:
+    """int32[n+1]: the head node of every node in the [root]-prefixed layout (word i is node i,
+    1-based; head 0 = the [root] node), -1 for the [root] node itself (Child-Sum Tree-LSTM)."""
+    return np.array((-1, *dtree.validate().heads), dtype=np.int32)
