@@ -141,6 +141,7 @@ class CheckpointEncoder:
             lowercase_fallback=config.data.lowercase_fallback,
             relation_vocab=RelationVocabulary.load(relations) if relations.is_file() else None,
             parse_cache_dir=self.workdir / "parse_cache")
+        self._packing = needs.packing  # one device, one group; planned over this call's batches
         self._apply = jax.jit(lambda params, fields: module.apply(
             {"params": params}, fields, train=False)["sentence"])
         self.batch_size, self.bucket_step, self.progress = batch_size, bucket_step, progress
@@ -163,7 +164,8 @@ class CheckpointEncoder:
                                           for i, s in enumerate(sentences)])
         lengths = np.array([len(f["sentence/tokens"]) for f in features])
         buckets = bucket_lengths(int(lengths.max()), self.bucket_step)
-        batcher = Batcher(features, batch_size=self.batch_size, buckets=buckets, shuffle=False)
+        batcher = Batcher(features, batch_size=self.batch_size, buckets=buckets, shuffle=False,
+                          packing=self._packing)
         encoded = None
         for batch in tqdm(batcher.epoch(0), total=batcher.num_batches, disable=not self.progress,
                           desc=f"encoding {len(sentences)} sentences", unit="batch"):

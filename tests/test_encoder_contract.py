@@ -31,6 +31,7 @@ TINY = {
     "bag": dict(embed_dim=8),
     "transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2, ff_dim=16),
     "disan": dict(embed_dim=8, hidden=6, block_size=4, blocked_threshold=16),
+    "psan": dict(embed_dim=8, model_dim=8, parser="gold", keep_prob=0.8),
     "dependency_transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2,
                                    ff_dim=16, relation_dim=3, parser="gold"),
     "tree_lstm": dict(embed_dim=8, memory_dim=6, parser="gold"),
@@ -47,7 +48,8 @@ def test_every_registered_encoder_has_test_widths():
 
 @functools.cache
 def setup(name: str):
-    """(encoder, params, batches at bucket 16, the same batches at bucket 32)."""
+    """(encoder, params, batches at bucket 16 and the same batches at bucket 32, and a function
+    batching any list of the featurized examples at bucket 16)."""
     model_cfg = base.model_config(name, **TINY[name])
     examples = [e for e in generate(3 * BATCH, seed=3) if len(e.sentences[0].tokens) <= 14]
     examples = [ONE_TOKEN, *examples[: 2 * BATCH - 2]]  # 15 examples: the last batch has filler
@@ -58,13 +60,18 @@ def setup(name: str):
                             structure_fields=needs.fields, prefix=needs.prefix_tokens,
                             relation_vocab=relations)
     features = featurizer.many(examples)
-    batches = {length: [sentence_fields(batch, "sentence") for batch in Batcher(
-        features, batch_size=BATCH, buckets=(length,), shuffle=False).epoch(0)]
-        for length in (16, 32)}
+    def batched(chosen, length=16, groups=1):
+        packing = needs.packing and dataclasses.replace(needs.packing, groups=groups)
+        return [sentence_fields(batch, "sentence") for batch in Batcher(
+            chosen, batch_size=BATCH, buckets=(length,), shuffle=False,
+            packing=packing).epoch(0)]
+
+    batches = {length: batched(features, length) for length in (16, 32)}
     encoder = build_encoder(model_cfg, len(vocab))
     params = jax.jit(functools.partial(encoder.init, train=False))(
         jax.random.key(0), batches[16][0])["params"]
-    return encoder, params, batches
+    return encoder, params, batches, lambda order, groups=1: batched(
+        [features[i] for i in order], groups=groups)
 
 
 def apply_fn(encoder):
@@ -74,7 +81,7 @@ def apply_fn(encoder):
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_output_contract(name):
-    encoder, params, batches = setup(name)
+    encoder, params, batches, _ = setup(name)
     sentence = batches[16][0]
     outputs = apply_fn(encoder)(params, sentence)
     assert set(outputs) == {"tokens", "sentence", "memory", "memory_mask"}
@@ -93,7 +100,7 @@ def test_output_contract(name):
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_padded_equals_unpadded_and_bucket_independent(name):
-    encoder, params, batches = setup(name)
+    encoder, params, batches, _ = setup(name)
     apply = apply_fn(encoder)
     for short, long in zip(batches[16], batches[32], strict=True):
         out16, out32 = apply(params, short), apply(params, long)
@@ -105,19 +112,18 @@ def test_padded_equals_unpadded_and_bucket_independent(name):
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_batch_order_does_not_change_a_sentence(name):
-    encoder, params, batches = setup(name)
-    sentence = batches[16][1]
+    encoder, params, _, batch_examples = setup(name)
     order = np.random.default_rng(0).permutation(BATCH)
-    permuted = jax.tree.map(lambda x: x[order], sentence)
     apply = apply_fn(encoder)
+    (in_order,), (permuted,) = batch_examples(range(BATCH)), batch_examples(order)
     np.testing.assert_allclose(apply(params, permuted)["sentence"],
-                               np.asarray(apply(params, sentence)["sentence"])[order],
+                               np.asarray(apply(params, in_order)["sentence"])[order],
                                rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_gradients_are_finite_with_empty_and_one_token_sentences(name):
-    encoder, params, batches = setup(name)
+    encoder, params, batches, _ = setup(name)
     first, last = batches[16][0], batches[16][-1]
     assert np.asarray(first["lengths"])[0] == 1 + len(structure_spec(
         base.model_config(name)).prefix_tokens), "row 0 is the one-token sentence"
@@ -139,7 +145,7 @@ def test_gradients_are_finite_with_empty_and_one_token_sentences(name):
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_one_compilation_per_bucket(name):
-    encoder, params, batches = setup(name)
+    encoder, params, batches, _ = setup(name)
     apply = apply_fn(encoder)
     for sentence in batches[16] + batches[32]:
         apply(params, sentence)
@@ -149,8 +155,8 @@ def test_one_compilation_per_bucket(name):
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_eight_devices_equal_one(name):
     assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
-    encoder, params, batches = setup(name)
-    sentence = {key: np.asarray(value) for key, value in batches[16][0].items()}
+    encoder, params, _, batch_examples = setup(name)
+    (sentence,) = batch_examples(range(BATCH), groups=8)  # a packing plan shards with its rows
     results = []
     for devices in (1, 8):
         mesh = make_mesh(jax.devices()[:devices])

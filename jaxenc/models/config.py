@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import jax.numpy as jnp
 
+from jaxenc.data.packing import PackingConfig
 from jaxenc.errors import ConfigError
 
 DTYPES: dict[str, jnp.dtype] = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -87,9 +88,12 @@ class StructureNeeds:
     Attributes:
       fields: structure fields (jaxenc.structures.arrays.FIELD_TREES), e.g. ("segments",).
       prefix_tokens: special token ids put before every sentence, e.g. (ROOT,).
+      packing: the phrase packing plan the batcher must add (PSAN), or None. Its `groups` and
+        `epochs` are the training loop's (data shards, epochs), filled in there.
     Structure options (parser, num_levels, max_distance, ...) are fields of the model's config
     named as jaxenc.structures.arrays.StructureSpec's attributes.
     """
 
     fields: tuple[str, ...] = ()
     prefix_tokens: tuple[int, ...] = ()
+    packing: PackingConfig | None = None

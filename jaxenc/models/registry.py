@@ -25,6 +25,7 @@ ENCODERS: dict[str, str] = {
     "transformer": "jaxenc.models.transformer",
     "disan": "jaxenc.models.disan",
     "dependency_transformer": "jaxenc.models.dependency_transformer",
+    "psan": "jaxenc.models.psan",
     "tree_lstm": "jaxenc.models.tree_lstm",
 }
 

@@ -48,6 +48,9 @@ FIELD_TREES: dict[str, str] = {
     "relations": DEPENDENCY, "levels": DEPENDENCY, "heads": DEPENDENCY, "members": DEPENDENCY,
 }
 PARSER_NAMES = ("gold", "spacy", "spacy-constituency", "benepar")
+# PSAN's phrase division: the tree's (structures.md), equal-length phrases with the same counts
+# (Table 4, "w/o syntactic division"), or the whole sentence as one phrase at every level.
+DIVISIONS = ("syntactic", "equal", "sentence")
 # The 37 universal relations of Universal Dependencies v2: the relation vocabulary of gold UD trees.
 UD_RELATIONS = (
     "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf", "compound",
@@ -68,7 +71,7 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
                      num_levels: int = 3, min_split_len: int = 4,
                      max_distance: int = relations.DEFAULT_MAX_DISTANCE,
                      max_level: int = DEFAULT_MAX_LEVEL, binarize: bool = True,
-                     source: str = "") -> dict[str, np.ndarray]:
+                     division: str = "syntactic", source: str = "") -> dict[str, np.ndarray]:
     """The arrays of `fields` (module table) for one sentence, at natural length, all int32.
 
     Args:
@@ -77,6 +80,7 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
       fields: names from FIELD_TREES.
       relation_vocab: relation ids, needed by "relations".
       num_levels, min_split_len, binarize: the PSAN division (psan.segments).
+      division: one of DIVISIONS (the segments of "equal" are psan.equal_segments of the tree's).
       max_distance: the largest a + b that gets a distance-pair relation.
       max_level: levels are clipped to it.
       source: names the sentence in errors (e.g. "file:line").
@@ -86,7 +90,8 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
     dependency = _tree_of(trees, DEPENDENCY, fields, sentence, source)
     arrays: dict[str, np.ndarray] = {}
     if constituency is not None:
-        segments = psan.segments(constituency, num_levels, min_split_len, binarize)
+        segments = _division(psan.segments(constituency, num_levels, min_split_len, binarize),
+                             division)
         if "segments" in fields:
             arrays["segments"] = segments
         if "blocks" in fields:
@@ -101,6 +106,16 @@ def structure_arrays(sentence: Sentence, trees: SentenceTrees, fields: Sequence[
     if "members" in fields:
         arrays["members"] = hypernodes.dependency_members(dependency)
     return arrays
+
+
+def _division(segments: np.ndarray, division: str) -> np.ndarray:
+    """The tree's segments int32[T, n] turned into the `division` (DIVISIONS)."""
+    if division not in DIVISIONS:
+        raise ConfigError(f"unknown phrase division {division!r} (fix: one of "
+                          f"{', '.join(DIVISIONS)})")
+    if division == "equal":
+        return psan.equal_segments(segments)
+    return np.zeros_like(segments) if division == "sentence" else segments
 
 
 def output_fields(fields: Sequence[str]) -> dict[str, int]:
@@ -203,7 +218,8 @@ class StructureSpec:
       fields: structure fields (FIELD_TREES), e.g. a model's REQUIRED_FIELDS.
       parser: one of PARSER_NAMES.
       relation_vocab: relation ids for "relations".
-      num_levels, min_split_len, binarize, max_distance, max_level: as `structure_arrays`.
+      num_levels, min_split_len, binarize, division, max_distance, max_level: as
+        `structure_arrays`.
       cache_dir: where parser outputs are cached (None: not cached).
     """
 
@@ -213,6 +229,7 @@ class StructureSpec:
     num_levels: int = 3
     min_split_len: int = 4
     binarize: bool = True
+    division: str = "syntactic"
     max_distance: int = relations.DEFAULT_MAX_DISTANCE
     max_level: int = DEFAULT_MAX_LEVEL
     cache_dir: str | None = None
@@ -247,7 +264,7 @@ class StructureSpec:
             sentence, trees, self.fields, relation_vocab=self.relation_vocab,
             num_levels=self.num_levels, min_split_len=self.min_split_len,
             max_distance=self.max_distance, max_level=self.max_level, binarize=self.binarize,
-            source=source)
+            division=self.division, source=source)
 
     def __call__(self, sentences: Sequence[Sentence],
                  sources: Sequence[str] | None = None) -> list[dict[str, np.ndarray]]:

@@ -37,6 +37,7 @@ from jaxenc.data import registry, sst
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
+from jaxenc.data.packing import PackingConfig
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
@@ -163,18 +164,32 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
 
 
 def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
-                  seed: int) -> dict[str, Batcher]:
+                  seed: int, *, packing: PackingConfig | None = None, groups: int = 1,
+                  train_cfg: ml_collections.ConfigDict | None = None) -> dict[str, Batcher]:
     """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
-    extended so that no evaluation example is dropped."""
-    batchers = {"train": Batcher(features["train"], batch_size=data_cfg.batch_size,
-                                 buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
-                                 shuffle=True, seed=seed, max_length=data_cfg.max_length)}
+    extended so that no evaluation example is dropped.
+
+    packing: the encoder's phrase packing plan (StructureNeeds.packing), planned over the epochs
+    the run will take (from `train_cfg`) with `groups` = the number of data shards.
+    """
+    train_args = dict(batch_size=data_cfg.batch_size, shuffle=True, seed=seed,
+                      buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
+                      max_length=data_cfg.max_length)
+    train_packing = eval_packing = None
+    if packing is not None:
+        epochs = train_cfg.epochs
+        if train_cfg.num_steps:
+            batches = Batcher(features["train"], **train_args).num_batches
+            epochs = -(-train_cfg.num_steps // batches)
+        train_packing = dataclasses.replace(packing, groups=groups, epochs=max(epochs, 1))
+        eval_packing = dataclasses.replace(packing, groups=groups, epochs=1)
+    batchers = {"train": Batcher(features["train"], packing=train_packing, **train_args)}
     for split in EVAL_SPLITS:
         longest = max(len(value) for example in features[split]
                       for key, value in example.items() if key.endswith("/tokens"))
         buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
         batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
-                                  buckets=buckets, shuffle=False)
+                                  buckets=buckets, shuffle=False, packing=eval_packing)
     return batchers
 
 
@@ -281,7 +296,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
         parse_cache_dir=parse_cache)
     batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
-                             data_cfg, seed)
+                             data_cfg, seed, packing=needs.packing, groups=mesh.size,
+                             train_cfg=config.train)
     task = build_task(info.kind, config.task, num_classes=info.num_classes,
                       min_score=info.score_range[0] if info.score_range else 1.0,
                       num_tags=len(tags) if tags is not None else None,

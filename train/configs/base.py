@@ -30,9 +30,15 @@ import os
 import ml_collections
 
 from jaxenc.models import registry
+from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
 
-# Datasets that ship gold dependency trees: models with a `parser` option read those.
-GOLD_DEPENDENCY_TREES = ("synthetic", "ud_ewt")
+# Datasets that ship gold trees of each kind: a model whose structure fields need only kinds the
+# dataset has reads its gold trees (its `parser` option becomes "gold").
+GOLD_TREES = {
+    CONSTITUENCY: ("synthetic", "sst5_trees", "sst2_trees", "sst5_phrases", "snli",
+                   "ptb_sample"),
+    DEPENDENCY: ("synthetic", "ud_ewt"),
+}
 
 # Per-dataset task options that differ from the defaults in `get_config`.
 TASK_PRESETS = {
@@ -53,7 +59,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model, dataset = (arg or "bag,trec").split(",")
     config = ml_collections.ConfigDict()
     config.model = model_config(model)
-    if "parser" in config.model and dataset in GOLD_DEPENDENCY_TREES:
+    kinds = {FIELD_TREES[field] for field in registry.structure_spec(config.model).fields}
+    if "parser" in config.model and kinds and all(dataset in GOLD_TREES[k] for k in kinds):
         config.model.parser = "gold"
 
     config.task = ml_collections.ConfigDict(dict(

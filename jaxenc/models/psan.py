@@ -1,0 +1,211 @@
+"""PSAN: Phrase-level Self-Attention Network (Wu et al., EMNLP 2018), spec psan.md.
+
+Memory M^(0) = the word embeddings [n, d]. For each division level t (the finest, T, first):
+    eq. 1:  a_ij = sigma(W_a1 p_i + W_a2 p_j + b_a) + M_ij, M_ii = -inf       within a phrase P
+    eq. 2:  p~_i = sum_j softmax_j(a_ij) ⊙ p_j     (per feature; a one-word phrase gives zeros)
+    eq. 3:  c_i = sigma(W_c [|p_i - p~_i| ; p_i ⊙ p~_i] + b_c)               C = PSA_t(M^(t-1))
+    eq. 4:  G = sigmoid(W_g [M; C] + b_g), M^(t) = G ⊙ sigma(W_m [M; C] + b_m)  (shared by levels)
+    eq. 5:  e_i = W_e2 sigma(W_e1 m_i + b_e1) + b_e2, v = sum_i softmax_i(e_i) ⊙ m_i   -> v [d]
+sigma = ELU. PSA (eq. 1-2) is DiSAN's token2token attention with ELU scores and a diag-disabled
+same-phrase mask (jaxenc.layers.multidim_attention), computed three ways that agree:
+"dense" (an [L, L] SegmentMask), "streaming" (DiSAN's query-blocked loop over the same mask) and
+"packed" (the default: the batcher's packing plan gathers the phrases of a level across the batch
+into a few length classes, jaxenc.data.packing / jaxenc.layers.packing, so attention costs
+sum_c N_c L_c^2 instead of B L^2). Dropout (keep_prob) acts on the inputs of the linear maps.
+
+Flags (Table 4 ablations and ambiguity resolutions, psan.md):
+- `division`: "syntactic" (the tree's, structures.md), "equal" (w/o syntactic division: equal
+  phrases, same counts), "sentence" (w/o PSA: sentence-level attention, one phrase per level).
+- `single_level`: 0 = PSA on every level; k = on level k only (the other levels are skipped).
+- `memory`: "gated" (eq. 4 exactly as printed: no (1 - G) ⊙ M term), "highway" (M^(t) = G ⊙
+  sigma(W_m [M; C] + b_m) + (1 - G) ⊙ M), "concat" (w/o gated memory: the levels' PSA outputs of
+  M^(0) concatenated, then sigma(W [C_1; ..; C_T] + b)).
+- `level_order`: "fine_to_coarse" (level T first, the paper) or "coarse_to_fine".
+- `model_dim`: the paper has none (d = the embedding width); when the embeddings are narrower
+  (50-d GloVe here) a linear map W_in projects them to model_dim first (a deviation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxenc.data.packing import PackingConfig
+from jaxenc.layers.dense import DropoutDense, get_activation
+from jaxenc.layers.embed import WordEmbed
+from jaxenc.layers.masks import DirectionalMask, SegmentMask, length_mask
+from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
+from jaxenc.layers.packing import apply_packed, level_plan
+from jaxenc.models.config import EncoderConfig, StructureNeeds, require
+from jaxenc.models.registry import EncoderSpec
+from jaxenc.structures.arrays import DIVISIONS, PARSER_NAMES
+
+PSA_IMPLS = ("packed", "dense", "streaming")
+MEMORIES = ("gated", "highway", "concat")
+LEVEL_ORDERS = ("fine_to_coarse", "coarse_to_fine")
+
+
+@dataclasses.dataclass(frozen=True)
+class PSANConfig(EncoderConfig):
+    """psan.md: d = 300, ELU, T = 3 levels, min split length 4, dropout 0.5, GloVe fixed.
+
+    Attributes (besides EncoderConfig's; module docstring for the flags):
+      model_dim: d (the embeddings are projected to it when narrower).
+      activation: sigma.
+      keep_prob: dropout keep probability on the inputs of the linear maps.
+      psa_impl: one of PSA_IMPLS. "packed" needs the batcher's plan (StructureNeeds.packing).
+      block_size: queries per block of the "streaming" implementation.
+      packing_scheme, packing_capacity: the plan's length classes and capacity policy
+        (jaxenc.data.packing.PackingConfig).
+      division, single_level, memory, level_order: Table 4's ablations and the paper's order.
+      parser, num_levels, min_split_len, binarize: the structure options (gold trees where the
+        data has them, spaCy-derived phrase trees elsewhere).
+    """
+
+    freeze_embeddings: bool = True
+    model_dim: int = 300
+    activation: str = "elu"
+    keep_prob: float = 0.5
+    psa_impl: str = "packed"
+    block_size: int = 16
+    packing_scheme: str = "exact"
+    packing_capacity: str = "planned"
+    division: str = "syntactic"
+    single_level: int = 0
+    memory: str = "gated"
+    level_order: str = "fine_to_coarse"
+    parser: str = "spacy-constituency"
+    num_levels: int = 3
+    min_split_len: int = 4
+    binarize: bool = True
+
+    def validate(self) -> None:
+        get_activation(self.activation)
+        for field, options, fix in (("psa_impl", PSA_IMPLS, "packed"),
+                                    ("division", DIVISIONS, "syntactic"),
+                                    ("memory", MEMORIES, "gated"),
+                                    ("level_order", LEVEL_ORDERS, "fine_to_coarse")):
+            value = getattr(self, field)
+            require(value in options, field, value, f"is not one of {', '.join(options)}", fix)
+        require(0.0 < self.keep_prob <= 1.0, "keep_prob", self.keep_prob, "is not in (0, 1]",
+                "0.5 (1.0 for no dropout)")
+        require(0 <= self.single_level <= self.num_levels, "single_level", self.single_level,
+                f"is not a level in 0..{self.num_levels} (0: every level)", 0)
+        require(self.parser in PARSER_NAMES and self.parser != "spacy", "parser", self.parser,
+                "gives no phrase trees for PSAN", "spacy-constituency")
+        require(self.dtype == "float32", "dtype", self.dtype,
+                "is not supported by PSAN yet (mixed precision: issue 13)", "float32")
+        require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
+        self.packing()  # one-line ConfigError for a bad scheme or policy
+        super().validate()
+
+    def packing(self) -> PackingConfig:
+        return PackingConfig(scheme=self.packing_scheme, capacity=self.packing_capacity)
+
+    def levels(self) -> list[int]:
+        """The levels (1-based) PSA runs on, in memory-updating order."""
+        levels = [self.single_level] if self.single_level else list(range(1, self.num_levels + 1))
+        return levels[::-1] if self.level_order == "fine_to_coarse" else levels
+
+
+def structure_spec(config: PSANConfig) -> StructureNeeds:
+    """Segment ids (dense / streaming PSA) or phrase lists and their packing plan (packed)."""
+    if config.psa_impl == "packed":
+        return StructureNeeds(fields=("blocks",), packing=config.packing())
+    return StructureNeeds(fields=("segments",))
+
+
+PhraseAttention = Callable[[jax.Array, int], jax.Array]
+
+
+class PhraseSelfAttention(nn.Module):
+    """PSA of one level (eq. 1-3): memory [B, L, d] -> C [B, L, d]; `attend(x, level)` gives the
+    within-phrase context p~ (eq. 1-2) of the chosen implementation."""
+
+    config: PSANConfig
+
+    @nn.compact
+    def __call__(self, memory: jax.Array, sentence: dict[str, jax.Array], level: int, *,
+                 train: bool) -> jax.Array:
+        cfg = self.config
+        attention = Token2TokenAttention(
+            score=cfg.activation, keep_prob=cfg.keep_prob, name="attention",
+            options=Token2TokenOptions(
+                attention_impl="blocked" if cfg.psa_impl == "streaming" else "dense",
+                block_size=cfg.block_size))
+        if cfg.psa_impl == "packed":
+            def per_phrase(phrases: jax.Array, valid: jax.Array) -> jax.Array:
+                mask = DirectionalMask(valid.sum(-1), "diag")  # a phrase's own tokens, i != j
+                return attention(phrases, mask, train=train)
+
+            context = apply_packed(per_phrase, memory, level_plan(sentence, level))
+        else:
+            segments = sentence["segments"][:, level - 1]
+            context = attention(memory, SegmentMask(segments, include_self=False), train=train)
+        features = jnp.concatenate([jnp.abs(memory - context), memory * context], axis=-1)
+        fused = DropoutDense(memory.shape[-1], keep_prob=cfg.keep_prob, name="fuse")(
+            features, train=train)
+        return get_activation(cfg.activation)(fused)  # eq. 3
+
+
+class MemoryUpdate(nn.Module):
+    """Gated memory updating (eq. 4; `memory` flag): M, C [B, L, d] -> M' [B, L, d]."""
+
+    config: PSANConfig
+
+    @nn.compact
+    def __call__(self, memory: jax.Array, context: jax.Array, *, train: bool) -> jax.Array:
+        cfg = self.config
+        both = jnp.concatenate([memory, context], axis=-1)
+        dense = lambda name: DropoutDense(memory.shape[-1], keep_prob=cfg.keep_prob, name=name)
+        gate = nn.sigmoid(dense("gate")(both, train=train))
+        candidate = get_activation(cfg.activation)(dense("candidate")(both, train=train))
+        if cfg.memory == "highway":
+            return gate * candidate + (1.0 - gate) * memory
+        return gate * candidate
+
+
+class PSAN(nn.Module):
+    """PSAN encoder (eq. 1-5).
+
+    sentence {tokens int32[B, L], lengths int32[B], and segments int32[B, T, L] (dense /
+    streaming) or the packing plan `pack_t{t}_len{L_c}` int32[G, N, L_c] (packed)}
+      -> {"tokens": M^(T) [B, L, d], "sentence": v [B, d], "memory": M^(T), "memory_mask"}.
+    """
+
+    vocab_size: int
+    config: PSANConfig = PSANConfig()
+
+    @nn.compact
+    def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
+        cfg = self.config
+        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        valid = length_mask(lengths, tokens.shape[1])
+        keep = valid[..., None].astype(jnp.float32)
+        memory = WordEmbed(self.vocab_size, cfg.embed_dim, trainable=not cfg.freeze_embeddings,
+                           name="embed")(tokens)
+        if cfg.embed_dim != cfg.model_dim:
+            memory = DropoutDense(cfg.model_dim, keep_prob=cfg.keep_prob,
+                                  name="input_projection")(memory, train=train)
+        psa = {level: PhraseSelfAttention(cfg, name=f"psa_{level}") for level in cfg.levels()}
+        if cfg.memory == "concat":  # w/o gated memory: PSA of M^(0) at every level, concatenated
+            contexts = [psa[level](memory, sentence, level, train=train) for level in psa]
+            memory = get_activation(cfg.activation)(DropoutDense(
+                cfg.model_dim, keep_prob=cfg.keep_prob, name="combine")(
+                jnp.concatenate(contexts, axis=-1), train=train))
+        else:
+            update = MemoryUpdate(cfg, name="memory_update")  # shared by the levels
+            for level in psa:
+                context = psa[level](memory, sentence, level, train=train)
+                memory = update(memory, context, train=train) * keep
+        memory = memory * keep
+        vector = Source2Token(activation=cfg.activation, keep_prob=cfg.keep_prob,
+                              name="summarize")(memory, valid, train=train)  # eq. 5
+        return {"tokens": memory, "sentence": vector, "memory": memory, "memory_mask": valid}
+
+
+SPEC = EncoderSpec(config=PSANConfig, module=PSAN, structure_spec=structure_spec)
