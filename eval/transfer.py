@@ -38,6 +38,7 @@ from eval.logreg import (
 from eval.relatedness import fit_relatedness
 from eval.report import render_markdown, write_report
 from eval.sts import score_subset, summarize
+from jaxenc import cli
 from jaxenc.data import paths, registry
 from jaxenc.data.records import Example
 from jaxenc.errors import ConfigError
@@ -214,6 +215,7 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
     return results
 
 
+@cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(
         prog="python -m eval.transfer",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxenc import cli
 from jaxenc.errors import DataError
 from jaxenc.training import checkpointing, report
 from train.configs import base
@@ -113,6 +114,7 @@ def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
+@cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
         prog="python -m train.compare", description=__doc__.split("\n\n")[0],
@@ -120,10 +122,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("workdirs", nargs="+", help="finished train.main run directories")
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
-    try:
-        runs = [read_run(workdir) for workdir in args.workdirs]
-    except DataError as error:
-        parser.exit(2, f"error: {error}\n")
+    runs = [read_run(workdir) for workdir in args.workdirs]
     table = report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")

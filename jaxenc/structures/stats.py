@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxenc import cli
 from jaxenc.data.records import Sentence
 from jaxenc.structures import psan
 from jaxenc.structures.derive import derive_tree
@@ -71,6 +72,7 @@ def _derived_trees(sentences: list[Sentence], path: str) -> tuple[list[Tree], in
     return [item.tree for item in derived], sum(item.non_projective for item in derived)
 
 
+@cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jaxenc.structures.stats",
                                      description=__doc__.split("\n")[0])

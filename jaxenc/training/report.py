@@ -10,6 +10,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from jaxenc.errors import DataError
+
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
 CURVES_FILE = "curves.png"
@@ -39,13 +41,28 @@ def _plain(value: Any) -> Any:
 
 def read_metrics(path: str | os.PathLike, split: str | None = None,
                  latest: bool = True) -> list[dict]:
-    """Records of `split` (all splits when None) in step order; with `latest`, one per step."""
-    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Records of `split` (all splits when None) in step order; with `latest`, one per step.
+    A line that is not a JSON record is a DataError naming it."""
+    records = [_record(path, number, line)
+               for number, line in enumerate(Path(path).read_text().splitlines(), start=1)
+               if line.strip()]
     if split is not None:
         records = [r for r in records if r["split"] == split]
     if latest:
         records = list({(r["split"], r["step"]): r for r in records}.values())
     return sorted(records, key=lambda r: r["step"]) if latest else records
+
+
+def _record(path: str | os.PathLike, number: int, line: str) -> dict:
+    """One metrics.jsonl line as a dict with "step" and "split"."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict) or not {"step", "split"} <= record.keys():
+        raise DataError("not a JSON record with step and split", path=path, line=number,
+                        fix="delete the line (a run killed while writing it leaves it cut short)")
+    return record
 
 
 def _cell(value: Any) -> str:
