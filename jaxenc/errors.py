@@ -32,3 +32,7 @@ class ParserUnavailableError(JaxencError, RuntimeError):
 
 class ConfigError(JaxencError, ValueError):
     """A configuration names something unknown or contradicts an existing checkpoint."""
+
+
+class NonFiniteError(JaxencError, ArithmeticError):
+    """Training produced a loss or gradient norm that is nan or inf (the message names the step)."""

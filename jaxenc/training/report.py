@@ -97,7 +97,7 @@ def curves_figure(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str) 
     figure = Figure(figsize=(10, 4), layout="constrained")
     loss_axis, metric_axis = figure.subplots(1, 2)
     for label, records in runs.items():
-        train = [r for r in records if r["split"] == "train"]
+        train = [r for r in records if r["split"] == "train" and "loss" in r]  # not all skipped
         dev = [r for r in records if r["split"] == "dev"]
         loss_axis.plot([r["step"] for r in train], [r["loss"] for r in train], label=label)
         metric_axis.plot([r["step"] for r in dev], [r[metric] for r in dev], marker="o",
