@@ -193,14 +193,44 @@ def test_checkpoint_round_trip(tmp_path):
 def test_checkpoint_of_another_config_is_refused(tmp_path):
     config = tiny_config()
     checkpointing.save_run_files(tmp_path, config, {})
-    checkpointing.check_compatible(tmp_path, config)  # same config: fine
+    assert checkpointing.check_compatible(tmp_path, config) == {}  # same config: fine
     other = tiny_config()
     other.model.embed_dim = 32
     with pytest.raises(ConfigError, match="model.embed_dim=16.*32.*new --workdir"):
         checkpointing.check_compatible(tmp_path, other)
+
+
+@pytest.mark.parametrize("changes, refused", [
+    ({"optim.learning_rate": 0.1, "train.seed": 3}, ["optim.learning_rate", "train.seed"]),
+    ({"task.head.hidden_dims": (8,)}, ["task.head.hidden_dims"]),  # nested: any depth
+    ({"data.max_length": 16, "train.patience": 2}, ["data.max_length", "train.patience"]),
+    ({"train.num_steps": 20}, ["train.num_steps"]),  # shorter: not what was trained
+    ({"train.num_steps": 0, "train.epochs": 20}, ["train.num_steps"]),  # epochs instead
+])
+def test_every_key_that_changes_results_is_refused_on_resume(tmp_path, changes, refused):
+    checkpointing.save_run_files(tmp_path, tiny_config(), {})
     other = tiny_config()
-    other.train.num_steps = 99  # training length may change: a longer resumed run
-    checkpointing.check_compatible(tmp_path, other)
+    other.update_from_flattened_dict(changes)
+    with pytest.raises(ConfigError) as error:
+        checkpointing.check_compatible(tmp_path, other)
+    message = str(error.value)
+    assert "\n" not in message and "(fix: use a new --workdir" in message
+    named = re.findall(r"([\w.]+)=\S+ \(config says", message)
+    assert named == refused
+
+
+def test_bookkeeping_changes_and_a_longer_run_are_allowed(tmp_path):
+    checkpointing.save_run_files(tmp_path, tiny_config(), {})
+    other = tiny_config()
+    allowed = {"train.eval_every": 5, "train.log_every": 1, "train.progress_bar": True,
+               "train.num_steps": 80, "train.nonfinite": "skip", "checkpoint.every": 3,
+               "data.data_dir": "/elsewhere", "data.eval_batch_size": 64}
+    other.update_from_flattened_dict(allowed)
+    other.baselines.transformer = tiny_config("transformer").model
+    changes = checkpointing.check_compatible(tmp_path, other)
+    assert {key: new for key, (_, new) in changes.items()
+            if not key.startswith("baselines.transformer.")} == allowed
+    assert changes["train.num_steps"] == (40, 80) and "baselines.transformer.name" in changes
 
 
 def test_a_nan_evaluation_is_never_kept_as_best():

@@ -1,7 +1,10 @@
 """Checkpoints of a run directory, and loading a trained encoder back from one.
 
 Layout of a workdir:
-  config.json           the run's config (a later run with other model/task sections is refused)
+  config.json           the run's config, and under "history" the changes resumed runs made;
+                        a resumed run may change only keys that cannot change its results
+                        (`RESUMABLE_KEYS`, a longer `EXTENSIBLE_KEYS`), any other change is
+                        refused naming the keys
   vocab.txt             the input vocabulary (+ target_vocab.txt / tags.txt when the task has them)
   checkpoints/<step>/   periodic: the full TrainState + the loop position (keep the last `keep`)
   best/<step>/          the parameters of the `best_k` best dev evaluations
@@ -13,6 +16,7 @@ at any moment leaves only whole checkpoints; the next run resumes from the lates
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from collections.abc import Mapping
@@ -26,17 +30,25 @@ import orbax.checkpoint as ocp
 
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
+from jaxenc.files import write_text_atomic
 from jaxenc.models.registry import build_encoder
 from jaxenc.training.state import TrainState
 
 CONFIG_FILE = "config.json"
+HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 VOCAB_FILE = "vocab.txt"
-COMPARED_SECTIONS = ("model", "task")  # a checkpoint belongs to one model on one task
 
-
-def _section(config: Mapping, name: str) -> dict:
-    """A config section as plain JSON values (tuples become lists), for comparison."""
-    return json.loads(json.dumps(config.get(name, {}), default=list))
+# Config keys a resumed run may change, recorded in config.json's history: they decide when to
+# evaluate, log and save, where the same data is read from, how large evaluation batches are and
+# what a diverging step does, not the training trajectory. The baselines are runs of their own
+# (compared in their own workdirs), so the main run ignores that section.
+RESUMABLE_KEYS = frozenset({
+    "train.eval_every", "train.log_every", "train.progress_bar", "train.distributed",
+    "train.nonfinite", "checkpoint.every", "checkpoint.keep", "checkpoint.best_k",
+    "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
+RESUMABLE_SECTIONS = ("baselines",)
+EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
+_ABSENT = "<absent>"
 
 
 def config_to_dict(config: ml_collections.ConfigDict) -> dict:
@@ -44,20 +56,90 @@ def config_to_dict(config: ml_collections.ConfigDict) -> dict:
     return json.loads(config.to_json_best_effort())
 
 
-def check_compatible(workdir: str | os.PathLike, config: ml_collections.ConfigDict) -> None:
-    """ConfigError when `workdir` already holds a run whose model or task section differs."""
+def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, at any depth; lists become tuples so values are hashable."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = tuple(value) if isinstance(value, list) else value
+    return flat
+
+
+def saved_config(workdir: str | os.PathLike) -> dict | None:
+    """The config.json of the run in `workdir` (its history left out), None when there is none."""
     path = Path(workdir) / CONFIG_FILE
     if not path.is_file():
-        return
-    saved, current = json.loads(path.read_text()), config_to_dict(config)
-    for name in COMPARED_SECTIONS:
-        old, new = _section(saved, name), _section(current, name)
-        changed = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
-        if changed:
-            key = changed[0]
-            raise ConfigError(
-                f"{workdir} holds a checkpoint trained with {name}.{key}={old.get(key)!r}, the "
-                f"config says {new.get(key)!r} (fix: use a new --workdir, or the same config)")
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not a JSON config ({error}) (fix: restore it, or use a new "
+                          "--workdir)") from None
+    saved.pop(HISTORY_KEY, None)
+    return saved
+
+
+def _resumable(key: str, old: Any, new: Any) -> bool:
+    """Whether a resumed run may change `key` from `old` to `new` (values or _ABSENT)."""
+    if key in RESUMABLE_KEYS or key.split(".")[0] in RESUMABLE_SECTIONS:
+        return True
+    if key not in EXTENSIBLE_KEYS or _ABSENT in (old, new):
+        return False
+    return new >= old and (key != "train.num_steps" or (old == 0) == (new == 0))
+
+
+def check_compatible(workdir: str | os.PathLike,
+                     config: ml_collections.ConfigDict) -> dict[str, tuple[Any, Any]]:
+    """The changes {key: (saved, new)} of `config` against the run already in `workdir` that
+    a resumed run may make ({} for a new workdir); ConfigError, naming every other changed key,
+    when there is any (or when `workdir` cannot be a directory)."""
+    _check_workdir(Path(workdir))
+    saved = saved_config(workdir)
+    if saved is None:
+        return {}
+    old, new = flatten(saved), flatten(config_to_dict(config))
+    changes = {}
+    for key in sorted(old.keys() | new.keys()):
+        before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
+        if before != after:
+            changes[key] = (before, after)
+    refused = [f"{key}={before!r} (config says {after!r})"
+               for key, (before, after) in changes.items() if not _resumable(key, before, after)]
+    if refused:
+        raise ConfigError(
+            f"{workdir} holds a run trained with a different config: {', '.join(refused)} (fix: "
+            "use a new --workdir for a different config; a resumed run may only change "
+            f"{', '.join(sorted(RESUMABLE_KEYS))} or the baselines, or increase "
+            f"{' / '.join(EXTENSIBLE_KEYS)})")
+    return changes
+
+
+def _check_workdir(workdir: Path) -> None:
+    """ConfigError when `workdir`, or a folder above it, exists as something else than a folder."""
+    for path in (workdir, *workdir.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise ConfigError(f"--workdir {workdir}: {path} is a file, not a folder (fix: "
+                                  "pass a new or existing run directory)")
+            return
+
+
+def record_changes(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
+                   changes: Mapping[str, tuple[Any, Any]]) -> None:
+    """Rewrites config.json with `config`'s values, adding `changes` (from `check_compatible`)
+    to its history with the time."""
+    path = Path(workdir) / CONFIG_FILE
+    history = json.loads(path.read_text(encoding="utf-8")).get(HISTORY_KEY, [])
+    history.append({"time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"), "changed": {key: list(values) for key, values in changes.items()}})
+    _write_config(path, {**config_to_dict(config), HISTORY_KEY: history})
+
+
+def _write_config(path: Path, values: dict) -> None:
+    write_text_atomic(path, json.dumps(values, indent=2) + "\n")
 
 
 def save_run_files(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
@@ -65,18 +147,18 @@ def save_run_files(workdir: str | os.PathLike, config: ml_collections.ConfigDict
     """Writes config.json and one `<name>.txt` per vocabulary ("vocab", "target_vocab", ...)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / CONFIG_FILE).write_text(json.dumps(config_to_dict(config), indent=2) + "\n")
+    _write_config(workdir / CONFIG_FILE, config_to_dict(config))
     for name, vocab in vocabularies.items():
         vocab.save(workdir / f"{name}.txt")
 
 
 def load_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:
-    """The config a run in `workdir` was trained with."""
-    path = Path(workdir) / CONFIG_FILE
-    if not path.is_file():
+    """The config a run in `workdir` was trained with (as last resumed)."""
+    saved = saved_config(workdir)
+    if saved is None:
         raise ConfigError(f"{workdir} is not a training run directory (no {CONFIG_FILE}) (fix: "
                           "pass the --workdir of a finished `python -m train.main` run)")
-    return ml_collections.ConfigDict(json.loads(path.read_text()))
+    return ml_collections.ConfigDict(saved)
 
 
 class Checkpoints:

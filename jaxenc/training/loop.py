@@ -464,7 +464,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     `splits` are the examples when already loaded (`run` shares them with the baselines)."""
     workdir = Path(workdir)
     validate(config)
-    checkpointing.check_compatible(workdir, config)
+    changes = checkpointing.check_compatible(workdir, config)
     setup = prepare(config, workdir, make_mesh() if mesh is None else mesh,
                     load_splits(config) if splits is None else splits)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
@@ -475,6 +475,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         state, position = restored[0], Position(**restored[1])
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
+    if jax.process_index() == 0:
+        report.MetricsLog(workdir / report.METRICS_FILE).drop_after(int(state.step))
+        if changes:
+            checkpointing.record_changes(workdir, config, changes)
+            log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
+                f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
     state, position, compiled = fit(setup, state, position, checkpoints)
 

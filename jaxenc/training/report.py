@@ -11,6 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from jaxenc.errors import DataError
+from jaxenc.files import write_text_atomic
 
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
@@ -20,8 +21,8 @@ CURVES_FILE = "curves.png"
 class MetricsLog:
     """Appends one JSON object per line (`{"step", "split", <metrics>...}`) to a file.
 
-    A resumed run appends to the same file, so steps between the last checkpoint and a crash
-    appear twice; `read_metrics(..., latest=True)` keeps the last record of each (split, step).
+    A resumed run first drops what came after its checkpoint (`drop_after`), so every step has
+    exactly one record of each split.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -32,6 +33,15 @@ class MetricsLog:
         record = {"step": int(step), "split": split, **{k: _plain(v) for k, v in metrics.items()}}
         with self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
+
+    def drop_after(self, step: int) -> None:
+        """Keeps the train and dev records up to `step` only: a run resumed from its checkpoint
+        at `step` writes the later ones, and its test record, again."""
+        if not self.path.is_file():
+            return
+        kept = [record for record in read_metrics(self.path, latest=False)
+                if record["split"] != "test" and record["step"] <= step]
+        write_text_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
 
 
 def _plain(value: Any) -> Any:
