@@ -3,6 +3,7 @@ resumed run may change only what cannot change its results (recorded in config.j
 metrics.jsonl holds one record per step."""
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from jaxenc.errors import ConfigError, DataError
 from jaxenc.training import checkpointing, loop, report
 from train.configs import base
 
@@ -136,3 +138,62 @@ def test_a_resumed_run_with_another_learning_rate_or_seed_is_refused(finished, t
                                         r"train.seed=0 \(config says 1\)"):
         loop.run(config, workdir)
     assert (workdir / checkpointing.CONFIG_FILE).read_text() == before
+
+
+# ------------------------------------------------------------------------ corrupted checkpoints
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+
+
+def _largest_array_file(step_folder: Path) -> Path:
+    return max((step_folder / "state").rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.parametrize("damage", ["array file", "_METADATA", "position JSON, not sealed"])
+def test_a_corrupted_latest_checkpoint_falls_back_to_the_newest_intact_one(
+        finished, tmp_path, caplog, damage):
+    workdir = _copy(finished, tmp_path)
+    latest = workdir / "checkpoints" / "30"
+    if damage == "array file":
+        _truncate(_largest_array_file(latest))
+    elif damage == "_METADATA":
+        _truncate(latest / "state" / "_METADATA")
+    else:  # a run killed before sealing: restoring is the check
+        (latest / "jaxenc_manifest.json").unlink()
+        _truncate(latest / "position" / "metadata")
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.run(_tiny_config(), workdir)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
+                and "corrupted" in r.getMessage()]
+    assert len(warnings) == 1 and f"checkpoint {latest} is corrupted" in warnings[0]
+    assert "\n" not in warnings[0] and "resuming from step 20" in caplog.text
+    assert (workdir / "checkpoints" / "30.corrupted").is_dir()
+    assert (workdir / "checkpoints" / "30" / "jaxenc_manifest.json").is_file()  # retrained
+    records = report.read_metrics(workdir / report.METRICS_FILE, "train", latest=False)
+    expected = report.read_metrics(finished / report.METRICS_FILE, "train")
+    assert [r["step"] for r in records] == list(range(1, 31))
+    np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected],
+                               rtol=1e-6)
+
+
+def test_no_intact_checkpoint_is_one_line_with_the_fix(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    for step in (10, 20, 30):
+        _truncate(_largest_array_file(workdir / "checkpoints" / str(step)))
+    with pytest.raises(ConfigError, match=r"checkpoints: no intact checkpoint \(steps 30, 20, "
+                                          r"10 are corrupted.*\(fix: use a new --workdir"):
+        loop.run(_tiny_config(), workdir)
+
+
+def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    (best,) = (workdir / "best").iterdir()
+    damaged = max(best.rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
+    _truncate(damaged)
+    with pytest.raises(DataError) as error:
+        checkpointing.load_trained_encoder(workdir)
+    message = str(error.value)
+    assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
+    assert best.is_dir()  # reading a run renames nothing

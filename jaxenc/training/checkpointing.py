@@ -11,13 +11,17 @@ Layout of a workdir:
   metrics.jsonl, results.md, curves.png   (jaxenc.training.report)
 
 orbax writes every checkpoint to a temporary folder and renames it when complete, so a run killed
-at any moment leaves only whole checkpoints; the next run resumes from the latest one.
+at any moment leaves only whole checkpoints; the next run resumes from the latest one. Each
+finished checkpoint is then sealed with the checksums of its files (`integrity`); a checkpoint
+whose files no longer match, or that cannot be restored, is set aside as `<step>.corrupted` with
+a one-line warning and the run resumes from the newest intact one.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,14 +33,18 @@ import ml_collections
 import orbax.checkpoint as ocp
 
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError
+from jaxenc.errors import ConfigError, DataError
 from jaxenc.files import write_text_atomic
 from jaxenc.models.registry import build_encoder
+from jaxenc.training import integrity
 from jaxenc.training.state import TrainState
+
+log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.json"
 HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 VOCAB_FILE = "vocab.txt"
+LATEST_DIR, BEST_DIR = "checkpoints", "best"
 
 # Config keys a resumed run may change, recorded in config.json's history: they decide when to
 # evaluate, log and save, where the same data is read from, how large evaluation batches are and
@@ -161,24 +169,67 @@ def load_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(saved)
 
 
+def _step_folders(folder: Path) -> list[Path]:
+    """The step folders orbax finished in `folder` (named by their step), newest first."""
+    if not folder.is_dir():
+        return []
+    return sorted((path for path in folder.iterdir() if path.is_dir() and path.name.isdigit()),
+                  key=lambda path: int(path.name), reverse=True)
+
+
+def _describe(error: Exception) -> str:
+    """The first line of an orbax / tensorstore error (their messages run to a hundred lines)."""
+    lines = str(error).strip().splitlines() or [""]
+    return f"{type(error).__name__}: {lines[0][:200]}"
+
+
 class Checkpoints:
     """Periodic full-state checkpoints for resuming, and best-k parameter checkpoints by dev metric.
 
     Each periodic checkpoint stores the TrainState and a JSON `position` (the loop's own state:
     next epoch and batch index, early-stopping counters); each best checkpoint stores the params
-    and the dev metrics they reached.
+    and the dev metrics they reached. Corrupted checkpoints are set aside as they are found (module
+    doc); with `repair=False` (reading a finished run) a corrupted best checkpoint is a DataError
+    naming the file instead, and nothing is renamed.
     """
 
-    def __init__(self, workdir: str | os.PathLike, keep: int, best_k: int):
+    def __init__(self, workdir: str | os.PathLike, keep: int, best_k: int, *,
+                 repair: bool = True):
         workdir = Path(workdir).absolute()
+        self.set_aside: list[Path] = []  # corrupted step folders renamed by this object
+        self._unsealed: dict[ocp.CheckpointManager, list[int]] = {}  # saved, not yet sealed
+        if repair:
+            self._set_aside_corrupted(workdir / LATEST_DIR)
+        self._set_aside_corrupted(workdir / BEST_DIR, repair)
         self._latest = ocp.CheckpointManager(
-            workdir / "checkpoints", item_names=("state", "position"),
+            workdir / LATEST_DIR, item_names=("state", "position"),
             options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True))
         self._best = ocp.CheckpointManager(
-            workdir / "best", item_names=("params", "dev"),
+            workdir / BEST_DIR, item_names=("params", "dev"),
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=best_k, best_fn=lambda metrics: metrics["score"], best_mode="max",
                 create=True))
+
+    def _set_aside_corrupted(self, folder: Path, repair: bool = True) -> None:
+        """Sets aside each step folder whose files differ from their checksums (or, without
+        `repair`, raises DataError naming the first such file)."""
+        for step_folder in _step_folders(folder):
+            found = integrity.problem(step_folder)
+            if found is None:
+                continue
+            path, what = found
+            if not repair:
+                raise DataError(f"checkpoint file is corrupted: {what}", path=path,
+                                fix=f"retrain, or restore {step_folder} from a copy")
+            self._set_aside(step_folder, f"{path}: {what}")
+
+    def _set_aside(self, step_folder: Path, reason: str) -> None:
+        """Renames a corrupted step folder out of orbax's sight, with a one-line warning."""
+        if jax.process_index() == 0:
+            moved = integrity.set_aside(step_folder)
+            log.warning("checkpoint %s is corrupted (%s): set aside as %s; using the newest "
+                        "intact checkpoint", step_folder, reason, moved.name)
+        self.set_aside.append(step_folder)
 
     def latest_step(self) -> int | None:
         return self._latest.latest_step()
@@ -186,47 +237,81 @@ class Checkpoints:
     def best_step(self) -> int | None:
         return self._best.best_step()
 
+    def _seal(self, manager: ocp.CheckpointManager) -> None:
+        """Waits for `manager`'s pending save, then seals the checkpoints this object saved."""
+        manager.wait_until_finished()
+        steps = self._unsealed.pop(manager, [])
+        for step in steps if jax.process_index() == 0 else ():
+            folder = Path(str(manager.directory)) / str(step)
+            if folder.is_dir():  # not already deleted by max_to_keep
+                integrity.seal(folder)
+
+    def _save(self, manager: ocp.CheckpointManager, step: int, **kwargs: Any) -> None:
+        self._seal(manager)
+        manager.save(step, **kwargs)
+        self._unsealed.setdefault(manager, []).append(step)
+
     def save(self, state: TrainState, position: Mapping[str, Any]) -> None:
         """Saves the full state at its step (periodic checkpoint)."""
-        self._latest.save(int(state.step), args=ocp.args.Composite(
+        self._save(self._latest, int(state.step), args=ocp.args.Composite(
             state=ocp.args.StandardSave(state), position=ocp.args.JsonSave(dict(position))))
 
     def save_best(self, state: TrainState, score: float, metrics: Mapping[str, Any]) -> None:
         """Offers the params at this step as a best checkpoint ranked by `score` (higher wins);
         `metrics` (JSON) are stored beside them."""
-        self._best.save(int(state.step), metrics={"score": float(score)},
-                        args=ocp.args.Composite(params=ocp.args.StandardSave(state.params),
-                                                dev=ocp.args.JsonSave(dict(metrics))))
+        self._save(self._best, int(state.step), metrics={"score": float(score)},
+                   args=ocp.args.Composite(params=ocp.args.StandardSave(state.params),
+                                           dev=ocp.args.JsonSave(dict(metrics))))
 
     def restore_latest(self, target: TrainState) -> tuple[TrainState, dict] | None:
-        """(state, position) of the latest periodic checkpoint, shaped and sharded like `target`
-        (concrete or abstract arrays), or None when there is none."""
-        step = self._latest.latest_step()
-        if step is None:
-            return None
+        """(state, position) of the newest intact periodic checkpoint, shaped and sharded like
+        `target` (concrete or abstract arrays), or None when there is none; one that cannot be
+        restored is set aside. ConfigError when there were checkpoints but none is intact."""
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
-        restored = self._latest.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract), position=ocp.args.JsonRestore()))
-        return restored.state, dict(restored.position)
+        while (step := self._latest.latest_step()) is not None:
+            try:
+                restored = self._latest.restore(step, args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), position=ocp.args.JsonRestore()))
+            except Exception as error:  # orbax and tensorstore raise many types, even Exception
+                self._set_aside(Path(str(self._latest.directory)) / str(step), _describe(error))
+                self._latest.reload()
+                continue
+            return restored.state, dict(restored.position)
+        directory = Path(str(self._latest.directory))
+        corrupted = [path.name for path in self.set_aside if path.parent == directory]
+        if corrupted:
+            raise ConfigError(f"{directory}: no intact checkpoint (steps {', '.join(corrupted)} "
+                              f"are corrupted, set aside as <step>{integrity.SET_ASIDE_SUFFIX}) "
+                              f"(fix: use a new --workdir, or delete {directory.parent} to train "
+                              "again from the start)")
+        return None
 
     def restore_best_params(self, target: Any = None) -> dict:
         """Params of the best checkpoint, shaped and sharded like `target` when given."""
         step = self._best.best_step()
         if step is None:
-            raise ConfigError("no best checkpoint saved yet (fix: train with a dev split until "
-                              "at least one evaluation has run)")
+            raise ConfigError("no best checkpoint: no dev evaluation has run, or none gave a "
+                              "finite score (fix: train with a dev split until an evaluation "
+                              "gives one)")
         abstract = None if target is None else jax.tree.map(ocp.utils.to_shape_dtype_struct,
                                                              target)
-        restored = self._best.restore(step, args=ocp.args.Composite(
-            params=ocp.args.StandardRestore(abstract)))
+        try:
+            restored = self._best.restore(step, args=ocp.args.Composite(
+                params=ocp.args.StandardRestore(abstract)))
+        except Exception as error:  # as in restore_latest
+            raise DataError(f"best checkpoint cannot be restored ({_describe(error)})",
+                            path=Path(str(self._best.directory)) / str(step),
+                            fix="retrain, or restore the folder from a copy") from None
         return restored.params
 
     def wait(self) -> None:
-        """Blocks until pending asynchronous writes are on disk."""
-        self._latest.wait_until_finished()
-        self._best.wait_until_finished()
+        """Blocks until pending asynchronous writes are on disk, and seals them."""
+        self._seal(self._latest)
+        self._seal(self._best)
 
     def close(self) -> None:
+        """Waits for (and seals) pending writes, then releases orbax's resources."""
+        self.wait()
         self._latest.close()
         self._best.close()
 
@@ -240,7 +325,7 @@ def load_trained_encoder(workdir: str | os.PathLike
     config = load_config(workdir)
     vocab = Vocabulary.load(Path(workdir) / VOCAB_FILE, lowercase=config.data.lowercase)
     checkpoints = Checkpoints(workdir, keep=config.checkpoint.keep,
-                              best_k=config.checkpoint.best_k)
+                              best_k=config.checkpoint.best_k, repair=False)
     try:
         params = checkpoints.restore_best_params()
     finally:
