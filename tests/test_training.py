@@ -475,6 +475,44 @@ def test_missing_data_folder_is_a_data_error(tmp_path):
         loop.run(config, tmp_path / "run")
 
 
+def test_max_length_below_every_example_is_a_config_error(tmp_path):
+    config = tiny_config()
+    config.data.max_length = 2
+    with pytest.raises(ConfigError, match=r"data.max_length=2 is below every training example "
+                                          r"\(the shortest has \d+ tokens\).*fix: "):
+        loop.run(config, tmp_path)
+
+
+@pytest.mark.parametrize("below", ["", "sub/run"])
+def test_a_workdir_that_is_a_file_is_a_config_error(tmp_path, below):
+    (tmp_path / "file").write_text("not a run\n")
+    with pytest.raises(ConfigError, match=r"file is a file, not a folder"):
+        loop.run(tiny_config(), tmp_path / "file" / below)
+
+
+def _trec_folder(tmp_path, train_lines: int) -> Path:
+    folder = tmp_path / "data" / "trec"
+    folder.mkdir(parents=True)
+    question = "DESC:manner How do you do ?\n"
+    (folder / "TREC.train").write_text(question * train_lines)
+    (folder / "TREC.test").write_text(question)
+    return folder.parent
+
+
+def test_an_empty_data_file_is_a_data_error_naming_it(tmp_path):
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(_trec_folder(tmp_path, 0))
+    with pytest.raises(DataError, match=r"trec/TREC.train: the file is empty"):
+        loop.run(config, tmp_path / "run")
+
+
+def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(_trec_folder(tmp_path, 3))  # 10% of 3 examples: none for dev
+    with pytest.raises(DataError, match=r"'trec' has no dev examples.*task.dev_fraction"):
+        loop.run(config, tmp_path / "run")
+
+
 def _main_error(*args: str) -> str:
     """The stderr of a failing `python -m train.main`, checked to be one line."""
     result = subprocess.run([sys.executable, "-m", "train.main", *args], cwd=REPO,

@@ -44,7 +44,7 @@ from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError, NonFiniteError
+from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import Task, build_task
 from jaxenc.training import checkpointing, report
@@ -134,6 +134,10 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
         kept = [e for e in examples if _has_target(e, info.kind)]
         if len(kept) < len(examples):
             log.info("%s: dropped %d examples without a target", name, len(examples) - len(kept))
+        if not kept:
+            raise DataError(f"dataset {info.name!r} has no {name} examples with a target",
+                            fix=f"a split carved from train needs more train examples or a "
+                                f"larger --config.task.{name}_fraction")
         splits[name] = kept
     return splits
 
@@ -174,17 +178,28 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
 def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
                   seed: int) -> dict[str, Batcher]:
     """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
-    extended so that no evaluation example is dropped."""
+    extended so that no evaluation example is dropped. ConfigError when data.max_length leaves
+    no training example."""
     batchers = {"train": Batcher(features["train"], batch_size=data_cfg.batch_size,
                                  buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
                                  shuffle=True, seed=seed, max_length=data_cfg.max_length)}
+    if batchers["train"].num_batches == 0:
+        shortest = min(map(_length, features["train"]))
+        raise ConfigError(f"data.max_length={data_cfg.max_length} is below every training "
+                          f"example (the shortest has {shortest} tokens) (fix: set "
+                          f"--config.data.max_length to {shortest} or more; longer examples are "
+                          "dropped)")
     for split in EVAL_SPLITS:
-        longest = max(len(value) for example in features[split]
-                      for key, value in example.items() if key.endswith("/tokens"))
+        longest = max(map(_length, features[split]))
         buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
         batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
                                   buckets=buckets, shuffle=False)
     return batchers
+
+
+def _length(features: dict[str, np.ndarray]) -> int:
+    """The token count of an example's longest sentence (special tokens included)."""
+    return max(len(value) for key, value in features.items() if key.endswith("/tokens"))
 
 
 # ----------------------------------------------------------------------------- evaluation
