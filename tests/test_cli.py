@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jaxenc import cli
-from jaxenc.errors import DataError
+from jaxenc.errors import DataError, JaxencError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -16,14 +16,18 @@ def test_reports_errors_prints_one_line_and_exits_2(capsys):
     @cli.reports_errors
     def main(value: int) -> int:
         if value < 0:
-            raise DataError("negative\nvalue", path="f.txt", line=3, fix="use 1")
+            raise DataError("negative value", path="f.txt", line=3, fix="use 1")
+        if value == 0:
+            raise JaxencError("a message\n  of two lines")
         return value
 
     assert main(4) == 4
-    with pytest.raises(SystemExit) as exit_info:
-        main(-1)
-    assert exit_info.value.code == 2
-    assert capsys.readouterr().err == "error: f.txt:3: negative value (fix: use 1)\n"
+    for value, message in [(-1, "f.txt:3: negative value (fix: use 1)"),
+                           (0, "a message of two lines")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(value)
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err == f"error: {message}\n"
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -60,3 +64,9 @@ def test_entry_points_report_data_errors_in_one_line(tmp_path, command, expected
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert expected in lines[0]
+
+
+def test_a_data_error_is_one_line_whatever_its_parts_hold():
+    error = DataError("name 'a\nb\u2028c' is odd", path="dir\r/f.txt", line=2, fix="x\x85y")
+    assert str(error) == "dir\\r/f.txt:2: name 'a\\nb\\u2028c' is odd (fix: x\\x85y)"
+    assert len(str(error).splitlines()) == 1

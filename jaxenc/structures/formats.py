@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -150,11 +152,11 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
     the same name from `dp_zip` (dependency_treebank.zip), straight from the archives. Each
     sentence gets tokens (the leaves, PTB escapes kept), `tree` (cleaned by `Tree.strip_ptb`),
     heads and tags (POS) from the `.dp` file and the label `dep` on every arc. Raises
-    StructureError naming the file and sentence when the two disagree.
+    StructureError naming the file and sentence when the two disagree, DataError naming the
+    archive (and member) when it is damaged.
     """
     sentences = []
-    with zipfile.ZipFile(_existing(mrg_zip)) as mrg_archive, \
-            zipfile.ZipFile(_existing(dp_zip)) as dp_archive:
+    with _open_zip(mrg_zip) as mrg_archive, _open_zip(dp_zip) as dp_archive:
         dp_names = {PurePosixPath(name).stem: name for name in dp_archive.namelist()
                     if name.endswith(".dp")}
         mrg_names = sorted(name for name in mrg_archive.namelist()
@@ -168,9 +170,9 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
                 raise DataError(f"no {stem}.dp beside {mrg_name}", path=dp_zip,
                                 fix="pass NLTK's dependency_treebank.zip for the same sample")
             mrg_source = f"{mrg_zip}/{mrg_name}"
-            trees = parse_bracketed_all(mrg_archive.read(mrg_name).decode("utf-8"),
+            trees = parse_bracketed_all(_member_text(mrg_archive, mrg_name, mrg_zip),
                                         source=mrg_source)
-            dp_rows = _read_dp(dp_archive.read(dp_names[stem]).decode("utf-8"),
+            dp_rows = _read_dp(_member_text(dp_archive, dp_names[stem], dp_zip),
                                f"{dp_zip}/{dp_names[stem]}")
             if len(trees) != len(dp_rows):
                 raise StructureError(f"{len(trees)} trees but {len(dp_rows)} .dp sentences",
@@ -179,6 +181,30 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
                 sentences.append(_aligned_sentence(tree.strip_ptb(), rows,
                                                    f"{mrg_source} sentence {number}"))
     return sentences
+
+
+# What zipfile raises for a damaged archive: bad headers, CRC or deflate data, offsets past the
+# end (OSError from seek), bad UTF-8 in a member (ValueError).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError,
+               struct.error)
+_ZIP_FIX = "the archive is damaged; download NLTK's treebank.zip / dependency_treebank.zip again"
+
+
+def _open_zip(path: str | os.PathLike) -> zipfile.ZipFile:
+    """The archive at `path`; DataError naming it when it is missing or not a readable zip."""
+    try:
+        return zipfile.ZipFile(_existing(path))
+    except _ZIP_ERRORS as error:
+        raise DataError(f"not a readable zip archive ({error})", path=path, fix=_ZIP_FIX) from None
+
+
+def _member_text(archive: zipfile.ZipFile, name: str, path: str | os.PathLike) -> str:
+    """The UTF-8 text of member `name`; DataError naming the archive and member when damaged."""
+    try:
+        return archive.read(name).decode("utf-8")
+    except _ZIP_ERRORS as error:
+        raise DataError(f"member {name} cannot be read ({error})", path=path,
+                        fix=_ZIP_FIX) from None
 
 
 def _read_dp(text: str, source: str) -> list[list[tuple[str, str, int]]]:
