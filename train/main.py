@@ -15,10 +15,14 @@ Flags:
                         checkpoint, baselines (every key is listed in train/configs/base.py).
   --workdir=DIR         the run directory: config.json, vocab.txt, checkpoints/, best/,
                         metrics.jsonl, results.md, curves.png. A run already there is resumed
-                        from its latest checkpoint; one with another model/task config is refused.
+                        from its newest intact checkpoint; the config may change only keys that
+                        cannot change results (eval_every, log_every, checkpoint.*, a longer
+                        num_steps, ...: jaxenc.training.checkpointing.RESUMABLE_KEYS), recorded
+                        in config.json's history; any other change is refused.
 
 Datasets other than "synthetic" are read from --config.data.data_dir or $JAXENC_DATA_DIR.
-Errors in the config or the data are reported in one line (exit status 2).
+Errors in the config or the data, and a loss that becomes nan or inf (--config.train.nonfinite),
+are reported in one line (exit status 2).
 """
 
 from __future__ import annotations
