@@ -256,20 +256,19 @@ def test_cli_on_real_data_reports_and_skips(data_root, tmp_path, capsys):
 # ----------------------------------------------------------------------------- SentEval layouts
 
 
-def write_sts(root, year, subsets, rows=12):
+def write_sts(root, year, subsets, rows=12, last_pair=None):
     """SentEval's STS layout, `STS/STS<year>-en-test/STS.{input,gs}.<subset>.txt`, with pairs of
-    random words and gold scores."""
+    random words and gold scores, then `last_pair` ("sentence1\tsentence2") scored 2.5."""
     rng = np.random.default_rng(year)
     words = ["a", "cat", "dog", "sat", "on", "the", "mat", "ran", "far", "away"]
     folder = root / "STS" / f"STS{year}-en-test"
     folder.mkdir(parents=True)
     for subset in subsets:
         pairs = [" ".join(rng.choice(words, 4)) + "\t" + " ".join(rng.choice(words, 4))
-                 for _ in range(rows)]
+                 for _ in range(rows)] + ([last_pair] if last_pair else [])
+        scores = [f"{x:.2f}" for x in rng.uniform(0, 5, rows)] + (["2.5"] if last_pair else [])
         (folder / f"STS.input.{subset}.txt").write_text("\n".join(pairs) + "\n")
-        (folder / f"STS.gs.{subset}.txt").write_text(
-            "\n".join(f"{x:.2f}" for x in rng.uniform(0, 5, rows)) + "\n")
-    return folder
+        (folder / f"STS.gs.{subset}.txt").write_text("\n".join(scores) + "\n")
 
 
 class WordCountEncoder:
@@ -304,11 +303,7 @@ def test_sts13_subsets_are_senteval_s_and_missing_subsets_give_a_partial_year(tm
 
 def test_a_failing_task_keeps_the_others_results(tmp_path, capsys, monkeypatch):
     write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])
-    folder = write_sts(tmp_path, 15, ["answers-forums"])
-    with open(folder / "STS.input.answers-forums.txt", "a") as file:
-        file.write("the poison\tthe cat\n")
-    with open(folder / "STS.gs.answers-forums.txt", "a") as file:
-        file.write("2.5\n")
+    write_sts(tmp_path, 15, ["answers-forums"], last_pair="the poison\tthe cat")
     out = tmp_path / "out"
     monkeypatch.setattr(transfer, "load_encoder", lambda spec: WordCountEncoder())
     with pytest.raises(SystemExit) as exit_info:
@@ -326,11 +321,7 @@ def test_a_failing_task_keeps_the_others_results(tmp_path, capsys, monkeypatch):
 
 def test_results_are_written_as_each_task_finishes(tmp_path):
     write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])
-    folder = write_sts(tmp_path, 14, ["images"])
-    with open(folder / "STS.input.images.txt", "a") as file:
-        file.write("boom\tthe cat\n")
-    with open(folder / "STS.gs.images.txt", "a") as file:
-        file.write("2.5\n")
+    write_sts(tmp_path, 14, ["images"], last_pair="boom\tthe cat")
     with pytest.raises(RuntimeError, match="a bug"):
         transfer.run_transfer(WordCountEncoder(), "STS13,STS14", tmp_path, tmp_path / "out")
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
