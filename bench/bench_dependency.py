@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from bench.common import encode_step, memory_mib, parse_ints, time_in_turns, train_step
+from jaxenc import cli
 from jaxenc.data.vocab import ROOT
 from jaxenc.models import registry
 from train.configs import base
@@ -86,6 +87,7 @@ def print_table(rows: list[dict]) -> None:
               f"{row['memory'][1]:9.1f}")
 
 
+@cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=parse_ints, default=[32, 64],

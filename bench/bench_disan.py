@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bench.common import matmul_peak_flops, memory_mib, parse_ints, time_in_turns, train_step
+from jaxenc import cli
 from jaxenc.models import disan
 
 # per (query, key, feature) element: add, scale, tanh, scale, exp, select, multiply-add, add
@@ -93,6 +94,7 @@ def print_table(rows: list[dict], peak_flops: float) -> None:
               f"{row['peak']:10.1f} {reference['temp'] / row['temp']:9.1f} {timing}")
 
 
+@cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=parse_ints, default=[32, 64, 128],

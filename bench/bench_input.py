@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from jaxenc import cli
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.paths import DATA_DIR_ENV
 
@@ -71,6 +72,7 @@ def throughput(features: list[dict[str, np.ndarray]], buckets: tuple[int, ...], 
     return built, examples / (time.perf_counter() - start)
 
 
+@cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=3)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxenc import cli
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.packing import PackingConfig
 from jaxenc.data.paths import data_dir
@@ -98,6 +99,7 @@ def measure(features: list[dict], config: PackingConfig, args: argparse.Namespac
             "rate": sum(int((batch["weight"] > 0).sum()) for batch in plain) / seconds}
 
 
+@cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from jaxenc import cli
 from jaxenc.data.paths import data_dir
 from jaxenc.data.sst import read_sst_sentences
 from jaxenc.structures.parsers import SpacyConstituencyParser, SpacyParser, get_parser
@@ -17,6 +18,7 @@ from jaxenc.structures.parsers import SpacyConstituencyParser, SpacyParser, get_
 WARMUP_SENTENCES = 64
 
 
+@cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     flags = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     flags.add_argument("--data_dir", default=None, help="datasets folder (else $JAXENC_DATA_DIR)")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from jaxenc import cli
 from jaxenc.data.paths import data_dir
 from jaxenc.structures import hypernodes, psan
 from jaxenc.structures.derive import derive_tree
@@ -41,6 +42,7 @@ def seconds_per_item(function: Callable, items: Sequence, repeats: int) -> float
     return best / len(items)
 
 
+@cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")
@@ -51,8 +53,8 @@ def main(argv: list[str] | None = None) -> None:
     root = data_dir(args.data_dir)
 
     sst_paths = [root / "sst_ptb_trees" / f"{split}.txt" for split in ("train", "dev", "test")]
-    lines = [line for path in sst_paths for line in path.read_text("utf-8").splitlines()]
     trees = [tree for path in sst_paths for tree in read_bracketed(path)]
+    lines = [line for path in sst_paths for line in path.read_text("utf-8").splitlines()]
     lengths = [len(tree.leaves()) for tree in trees]
     ud_paths = sorted((root / "ud_english_ewt").glob("en_ewt-ud-train.part*.conllu"))
     dtrees = [DependencyTree.from_sentence(sentence) for path in ud_paths

@@ -3,21 +3,24 @@
 `results` is what `eval.transfer.run_transfer` returns:
     {"encoder": name, "seed": int,
      "tasks": {TASK: {"status": "ok", "seconds": float, "metrics": {...}}
-                   | {"status": "skipped", "reason": str}}}
+                   | {"status": "skipped" | "failed", "reason": str}}}
 Headline cells: accuracy (%) for classification, accuracy/F1 for MRPC, Pearson for SICK-R and
-STS-B, Pearson/Spearman (size-weighted over subsets) for STS12-16.
+STS-B, Pearson/Spearman (size-weighted over subsets) for STS12-16, "partial (k of n subsets)"
+added for a year evaluated without some subsets (named in the details table).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from eval.paper_results import AVERAGE_SETS, PAPER_RESULTS, SENTEVAL_TEST_SIZES
+from eval.sts import partial_note
+from jaxenc.files import write_text_atomic
 
 RELATEDNESS_TASKS = ("SICKR", "STSB")
 MISSING = "—"
@@ -31,7 +34,8 @@ def headline(task: str, metrics: Mapping[str, float]) -> str:
         return cell + (f"/{metrics['f1']:.1f}" if "f1" in metrics else "")
     if task in RELATEDNESS_TASKS:
         return f"{metrics['pearson']:.3f}"
-    return f"{metrics['pearson']:.2f}/{metrics['spearman']:.2f}"
+    return " ".join(filter(None, [f"{metrics['pearson']:.2f}/{metrics['spearman']:.2f}",
+                                  partial_note(metrics)]))
 
 
 def primary_metric(metrics: Mapping[str, float]) -> tuple[str, float]:
@@ -87,6 +91,8 @@ def _details(task: str, entry: Mapping) -> list[str]:
     else:
         dev = (f"mean over subsets {metrics['pearson_mean']:.3f}/{metrics['spearman_mean']:.3f}, "
                f"{len(metrics['subsets'])} subsets")
+        if metrics.get("missing"):
+            dev += f"; missing: {', '.join(metrics['missing'])}"
     return [task, headline(task, metrics), dev, str(metrics["num_test"]),
             f"{entry['seconds']:.1f}"]
 
@@ -136,15 +142,17 @@ def plot_task(task: str, values: Mapping[str, float], metric: str, path: str | o
 
 
 def write_report(results: Mapping, out_dir: str | os.PathLike,
-                 papers: Mapping[str, Mapping] = PAPER_RESULTS) -> dict[str, Path]:
-    """Writes results.json, results.md and plots/<TASK>.png; returns their paths by name."""
+                 papers: Mapping[str, Mapping] = PAPER_RESULTS,
+                 plots: Sequence[str] | None = None) -> dict[str, Path]:
+    """Writes results.json and results.md (each whole or not at all) and plots/<TASK>.png of the
+    finished tasks among `plots` (default: all); returns their paths by name."""
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
-    paths["json"].write_text(json.dumps(results, indent=2) + "\n")
-    paths["markdown"].write_text(render_markdown(results, papers))
+    write_text_atomic(paths["json"], json.dumps(results, indent=2) + "\n")
+    write_text_atomic(paths["markdown"], render_markdown(results, papers))
     for task, entry in results["tasks"].items():
-        if entry["status"] != "ok":
+        if entry["status"] != "ok" or (plots is not None and task not in plots):
             continue
         metric, ours = primary_metric(entry["metrics"])
         values = {OURS: ours}

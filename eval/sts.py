@@ -2,13 +2,14 @@
 
 Per subset: Pearson and Spearman correlation over its scored pairs (the reader drops pairs whose
 gold line is empty). Per year: their plain mean and their mean weighted by subset size; the
-weighted one is SentEval's "all" and the headline number.
+weighted one is SentEval's "all" and the headline number. A year whose folder lacks some subsets
+(licensed files are often absent) is summarised over the others and marked partial.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -37,11 +38,12 @@ def score_subset(u: np.ndarray, v: np.ndarray, gold: np.ndarray) -> SubsetScore:
     return SubsetScore(pearson(similarity, gold), spearman(similarity, gold), len(gold))
 
 
-def summarize(subsets: Mapping[str, SubsetScore]) -> dict:
+def summarize(subsets: Mapping[str, SubsetScore], missing: Sequence[str] = ()) -> dict:
     """The result of one STS year: weighted ("all") and plain means, plus every subset.
 
     Returns {"pearson", "spearman" (size-weighted means), "pearson_mean", "spearman_mean",
-    "num_test" (scored pairs), "subsets": {name: {"pearson", "spearman", "size"}}}.
+    "num_test" (scored pairs), "subsets": {name: {"pearson", "spearman", "size"}}}, and
+    "missing": the names of the year's subsets not evaluated, when there are any.
     """
     scores = list(subsets.values())
     sizes = np.array([s.size for s in scores], np.float64)
@@ -51,4 +53,15 @@ def summarize(subsets: Mapping[str, SubsetScore]) -> dict:
         result[metric] = float(values @ sizes / sizes.sum())
         result[f"{metric}_mean"] = float(values.mean())
     result["subsets"] = {name: dataclasses.asdict(s) for name, s in subsets.items()}
+    if missing:
+        result["missing"] = list(missing)
     return result
+
+
+def partial_note(metrics: Mapping) -> str:
+    """"partial (k of n subsets)" for a year summarised without some subsets, else ""."""
+    missing = metrics.get("missing", ())
+    if not missing:
+        return ""
+    evaluated = len(metrics["subsets"])
+    return f"partial ({evaluated} of {evaluated + len(missing)} subsets)"

@@ -12,8 +12,12 @@ or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (hea
 - STS12..STS16: cosine similarity, Pearson and Spearman per subset, mean and size-weighted mean.
 
 Pair tasks (MRPC, SICKE) classify [|u - v|, u * v]. Seeds are fixed (1111, as SentEval). A task
-whose data folder is absent is reported as skipped. Sentence vectors are cached per encoder,
-task and split (default OUT/cache), so a second run only re-fits the classifiers.
+whose data folder is absent is reported as skipped; an STS year lacking some subset files is
+evaluated on the others and marked partial. A task that fails (bad data, sentence vectors that
+are not finite) is reported as failed and the others still run; the report is rewritten as each
+task finishes, and the command exits with status 2 naming the failures. Sentence vectors are
+cached per encoder, task and split (default OUT/cache), so a second run only re-fits the
+classifiers.
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from eval.logreg import (
 from eval.relatedness import fit_relatedness
 from eval.report import render_markdown, write_report
 from eval.sts import score_subset, summarize
-from jaxenc.data import paths, registry
+from jaxenc import cli
+from jaxenc.data import paths, registry, sts
 from jaxenc.data.records import Example
-from jaxenc.errors import ConfigError
+from jaxenc.errors import ConfigError, DataError, JaxencError
 from jaxenc.tasks.metrics import binary_f1
 
 log = logging.getLogger(__name__)
@@ -105,7 +110,20 @@ class _Run:
         roles = len(examples[0].sentences)
         sentences = [example.sentences[role] for role in range(roles) for example in examples]
         encoded = self.cache.encode(self.encoder, sentences, task, split)
+        self._check_finite(encoded, examples, task, split)
         return examples, np.split(encoded, roles)
+
+    def _check_finite(self, encoded: np.ndarray, examples: list[Example], task: str,
+                      split: str) -> None:
+        """DataError naming the encoder, the task and the first sentence whose vector holds
+        nan or inf (a classifier fitted on them reports chance as if it were a result)."""
+        bad = np.flatnonzero(~np.isfinite(encoded).all(axis=1))
+        if bad.size:
+            raise DataError(
+                f"encoder {self.encoder.name} gave sentence vectors that are not finite for "
+                f"{bad.size} of {len(encoded)} {task} {split} sentences (this one first)",
+                path=examples[bad[0] % len(examples)].uid or None,
+                fix="check the encoder's weights and word vectors for nan/inf or overflow")
 
     def classifier_inputs(self, task: str, split: str) -> tuple[np.ndarray, np.ndarray]:
         """(features float32[N, F], labels int32[N]); pairs give [|u - v|, u * v]."""
@@ -154,10 +172,22 @@ def _relatedness(run: _Run, task: str) -> dict:
 
 
 def _sts(run: _Run, task: str) -> dict:
-    """Cosine-similarity correlations of every subset of the STS year, and their means."""
-    subsets = registry.DATASETS[TASKS[task].dataset].splits
+    """Cosine-similarity correlations of every subset of the STS year present in its folder,
+    and their means (naming the missing subsets)."""
+    info = registry.DATASETS[TASKS[task].dataset]
+    folder = run.data_root / info.folder
+    present = [subset for subset in info.splits
+               if all(path.is_file() for path in sts.subset_files(folder, subset))]
+    if not present:
+        raise DataError(f"none of the {task} subsets ({', '.join(info.splits)}) is here",
+                        path=folder, fix="put SentEval's STS.input.<subset>.txt and "
+                        "STS.gs.<subset>.txt files in this folder")
+    missing = [subset for subset in info.splits if subset not in present]
+    if missing:
+        log.warning("%s: subsets %s missing from %s; evaluating the others", task,
+                    ", ".join(missing), folder)
     return summarize({subset: score_subset(*run.scored_pairs(task, subset))
-                      for subset in subsets})
+                      for subset in present}, missing)
 
 
 _EVALUATORS = {"nested_cv": _classification, "cv_then_test": _classification,
@@ -187,7 +217,9 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
 
     Returns:
       {"encoder": name, "seed": seed, "tasks": {TASK: {"status": "ok", "seconds", "metrics"} or
-      {"status": "skipped", "reason"}}}, in the order asked.
+      {"status": "skipped" | "failed", "reason"}}}, in the order asked. A task fails on a
+      JaxencError (reported in its reason); any other exception propagates, the results of the
+      tasks before it already written to `out_dir`.
     """
     names = task_names(tasks)
     if isinstance(encoder, str):
@@ -198,22 +230,31 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
     run = _Run(encoder, EmbeddingCache(cache_dir), data_root, seed)
     results = {"encoder": encoder.name, "seed": seed, "tasks": {}}
     for task in names:
-        reason = _missing_data(task, data_root)
-        if reason is not None:
-            log.info("%s: skipped, %s", task, reason)
-            results["tasks"][task] = {"status": "skipped", "reason": reason}
-            continue
-        start = time.perf_counter()
-        metrics = _EVALUATORS[TASKS[task].protocol](run, task)
-        seconds = time.perf_counter() - start
-        results["tasks"][task] = {"status": "ok", "seconds": seconds, "metrics": metrics}
-        log.info("%s: %s (%.1f s)", task, {k: v for k, v in metrics.items()
-                                            if isinstance(v, float)}, seconds)
-    if out_dir is not None:
-        write_report(results, out_dir)
+        results["tasks"][task] = _evaluate(run, task)
+        if out_dir is not None:
+            write_report(results, out_dir, plots=[task])
     return results
 
 
+def _evaluate(run: _Run, task: str) -> dict:
+    """One task's entry of the results: ok (metrics), skipped (no data) or failed (one line)."""
+    reason = _missing_data(task, run.data_root)
+    if reason is not None:
+        log.info("%s: skipped, %s", task, reason)
+        return {"status": "skipped", "reason": reason}
+    start = time.perf_counter()
+    try:
+        metrics = _EVALUATORS[TASKS[task].protocol](run, task)
+    except JaxencError as error:
+        log.warning("%s: failed: %s", task, error)
+        return {"status": "failed", "reason": str(error)}
+    seconds = time.perf_counter() - start
+    log.info("%s: %s (%.1f s)", task, {k: v for k, v in metrics.items()
+                                        if isinstance(v, float)}, seconds)
+    return {"status": "ok", "seconds": seconds, "metrics": metrics}
+
+
+@cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(
         prog="python -m eval.transfer",
@@ -240,6 +281,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     results = run_transfer(args.encoder, args.tasks, args.data_dir, args.out, seed=args.seed,
                            cache_dir=args.cache_dir)
     print(render_markdown(results))
+    failed = [f"{task}: {entry['reason']}" for task, entry in results["tasks"].items()
+              if entry["status"] == "failed"]
+    if failed:
+        raise JaxencError(f"{len(failed)} of {len(results['tasks'])} tasks failed, the others' "
+                          f"results are in {args.out}: {'; '.join(failed)}")
     return results
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
+# What str.splitlines() breaks on: escaped in messages (a corrupted file name or value may hold
+# one), so that a message stays one line.
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
 
 class JaxencError(Exception):
     """Base class of every error the library raises on purpose."""
 
 
 class DataError(JaxencError, ValueError):
-    """Malformed or missing input data: the message names file, line (or sentence) and the fix."""
+    """Malformed or missing input data: the message names file, line (or sentence) and the fix,
+    on one line (line breaks inside it are escaped)."""
 
     def __init__(self, problem: str, *, path: object = None, line: int | None = None,
                  fix: str | None = None):
@@ -18,7 +25,7 @@ class DataError(JaxencError, ValueError):
         message = f"{where}{problem}"
         if fix:
             message += f" (fix: {fix})"
-        super().__init__(message)
+        super().__init__(_LINE_BREAKS.sub(lambda match: repr(match.group())[1:-1], message))
         self.path, self.line, self.fix = path, line, fix
 
 
@@ -32,3 +39,7 @@ class ParserUnavailableError(JaxencError, RuntimeError):
 
 class ConfigError(JaxencError, ValueError):
     """A configuration names something unknown or contradicts an existing checkpoint."""
+
+
+class NonFiniteError(JaxencError, ArithmeticError):
+    """Training produced a loss or gradient norm that is nan or inf (the message names the step)."""

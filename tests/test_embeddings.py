@@ -170,6 +170,24 @@ def test_inconsistent_lines_name_file_and_line(tmp_path, bad_line, line_number):
     assert str(error.value).startswith(f"{path}:{line_number}: ")
 
 
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-Infinity", "1e39"])
+def test_non_finite_values_name_file_and_line(tmp_path, value):
+    vocab = Vocabulary.build([["a", "B"]])
+    path = tmp_path / "v.txt"
+    path.write_text(f"a 1 2\nb 3 {value}\n", encoding="utf-8")  # "B" finds "b" lower-cased
+    with pytest.raises(DataError, match="not finite") as error:
+        load_vectors(path, vocab)
+    assert str(error.value).startswith(f"{path}:2: ")
+
+
+def test_a_first_line_without_numbers_is_an_error(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_text("a\nb 1 2\n", encoding="utf-8")
+    with pytest.raises(DataError, match="no numbers") as error:
+        load_vectors(path, Vocabulary.build([["a", "b"]]))
+    assert str(error.value).startswith(f"{path}:1: ")
+
+
 def test_words_with_spaces_and_irregular_spacing(tmp_path):
     vocab = Vocabulary.build([["a b", "c"]])
     path = tmp_path / "v.txt"

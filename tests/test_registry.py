@@ -99,7 +99,7 @@ def test_ptb_sample_token_count(load):
 
 def test_ud_ewt_train_shards_in_order(load):
     examples = load("ud_ewt", "train")
-    shards = [example.uid.split("#")[0] for example in examples]
+    shards = [example.uid.split(":")[0] for example in examples]
     assert list(dict.fromkeys(shards)) == [
         f"en_ewt-ud-train.part{part}of4.conllu" for part in range(1, 5)]
 

@@ -1,15 +1,24 @@
-"""Kill -9 in the middle of training, restart: the run continues exactly as if never killed."""
+"""Kill -9 in the middle of training, restart: the run continues exactly as if never killed. A
+resumed run may change only what cannot change its results (recorded in config.json), and its
+metrics.jsonl holds one record per step."""
 
+import json
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import ml_collections
 import numpy as np
+import pytest
 
-from jaxenc.training import report
+from jaxenc.errors import ConfigError, DataError
+from jaxenc.training import checkpointing, loop, report
+from train.configs import base
 
 REPO = Path(__file__).resolve().parents[1]
 NUM_STEPS, CHECKPOINT_EVERY, KILL_AFTER = 200, 20, 60
@@ -65,6 +74,9 @@ def test_sigkill_then_resume_gives_the_uninterrupted_losses(tmp_path):
     assert KILL_AFTER <= resumed_from < NUM_STEPS
 
     _finish(_start(killed))
+    once = [r["step"] for r in report.read_metrics(killed / report.METRICS_FILE, "train",
+                                                   latest=False)]
+    assert once == list(range(1, NUM_STEPS + 1))  # the records after the checkpoint: dropped
     expected, got = _train_records(reference), _train_records(killed)
     assert sorted(got) == sorted(expected) == list(range(1, NUM_STEPS + 1))
     np.testing.assert_allclose([got[s] for s in sorted(got)],
@@ -72,3 +84,116 @@ def test_sigkill_then_resume_gives_the_uninterrupted_losses(tmp_path):
     test_metrics = [report.read_metrics(w / report.METRICS_FILE, "test")[-1]
                     for w in (killed, reference)]
     assert test_metrics[0] == test_metrics[1]
+
+
+# ----------------------------------------------------------------------------- in-process resumes
+
+
+def _tiny_config(**train) -> ml_collections.ConfigDict:
+    """A few-second bag-of-words run on the synthetic data, a checkpoint every 10 steps."""
+    config = base.get_config("bag,synthetic")
+    config.model.embed_dim = 16
+    config.task.head.hidden_dims = (16,)
+    config.data.update(dict(batch_size=16, max_length=32, bucket_step=16))
+    config.optim.update(dict(name="adam", learning_rate=3e-3))
+    config.train.update(dict(num_steps=30, eval_every=10, log_every=1, progress_bar=False))
+    config.train.update(train)
+    config.checkpoint.update(dict(every=10, keep=3))
+    return config
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished 30-step run with checkpoints at steps 10, 20 and 30; tests copy it."""
+    workdir = tmp_path_factory.mktemp("finished") / "run"
+    loop.run(_tiny_config(), workdir)
+    return workdir
+
+
+def _copy(finished: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(finished, tmp_path / "run"))
+
+
+def test_a_longer_resumed_run_records_its_changes_and_one_record_per_step(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    shutil.rmtree(workdir / "checkpoints" / "30")  # killed after logging step 30, before saving
+    loop.run(_tiny_config(num_steps=40, eval_every=5), workdir)
+    records = report.read_metrics(workdir / report.METRICS_FILE, latest=False)
+    steps = lambda split: [r["step"] for r in records if r["split"] == split]
+    assert steps("train") == list(range(1, 41))
+    assert steps("dev") == [10, 20, 25, 30, 35, 40] and len(steps("test")) == 1
+    saved = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
+    assert saved["train"]["num_steps"] == 40 and saved["train"]["eval_every"] == 5
+    (entry,) = saved[checkpointing.HISTORY_KEY]
+    assert entry["changed"] == {"train.eval_every": [10, 5], "train.num_steps": [30, 40]}
+    assert checkpointing.load_config(workdir).train.num_steps == 40
+
+
+def test_a_resumed_run_with_another_learning_rate_or_seed_is_refused(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    config = _tiny_config(seed=1)
+    config.optim.learning_rate = 0.1
+    before = (workdir / checkpointing.CONFIG_FILE).read_text()
+    with pytest.raises(Exception, match=r"optim.learning_rate=0.003 \(config says 0.1\), "
+                                        r"train.seed=0 \(config says 1\)"):
+        loop.run(config, workdir)
+    assert (workdir / checkpointing.CONFIG_FILE).read_text() == before
+
+
+# ------------------------------------------------------------------------ corrupted checkpoints
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+
+
+def _largest_array_file(step_folder: Path) -> Path:
+    return max((step_folder / "state").rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.parametrize("damage", ["array file", "_METADATA", "position JSON, not sealed"])
+def test_a_corrupted_latest_checkpoint_falls_back_to_the_newest_intact_one(
+        finished, tmp_path, caplog, damage):
+    workdir = _copy(finished, tmp_path)
+    latest = workdir / "checkpoints" / "30"
+    if damage == "array file":
+        _truncate(_largest_array_file(latest))
+    elif damage == "_METADATA":
+        _truncate(latest / "state" / "_METADATA")
+    else:  # a run killed before sealing: restoring is the check
+        (latest / "jaxenc_manifest.json").unlink()
+        _truncate(latest / "position" / "metadata")
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.run(_tiny_config(), workdir)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
+                and "corrupted" in r.getMessage()]
+    assert len(warnings) == 1 and f"checkpoint {latest} is corrupted" in warnings[0]
+    assert "\n" not in warnings[0] and "resuming from step 20" in caplog.text
+    assert (workdir / "checkpoints" / "30.corrupted").is_dir()
+    assert (workdir / "checkpoints" / "30" / "jaxenc_manifest.json").is_file()  # retrained
+    records = report.read_metrics(workdir / report.METRICS_FILE, "train", latest=False)
+    expected = report.read_metrics(finished / report.METRICS_FILE, "train")
+    assert [r["step"] for r in records] == list(range(1, 31))
+    np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected],
+                               rtol=1e-6)
+
+
+def test_no_intact_checkpoint_is_one_line_with_the_fix(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    for step in (10, 20, 30):
+        _truncate(_largest_array_file(workdir / "checkpoints" / str(step)))
+    with pytest.raises(ConfigError, match=r"checkpoints: no intact checkpoint \(steps 30, 20, "
+                                          r"10 are corrupted.*\(fix: use a new --workdir"):
+        loop.run(_tiny_config(), workdir)
+
+
+def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    (best,) = (workdir / "best").iterdir()
+    damaged = max(best.rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
+    _truncate(damaged)
+    with pytest.raises(DataError) as error:
+        checkpointing.load_trained_encoder(workdir)
+    message = str(error.value)
+    assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
+    assert best.is_dir()  # reading a run renames nothing

@@ -3,6 +3,7 @@ and its one-line errors."""
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from jaxenc.data.featurize import Featurizer, tag_index
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import ROOT, Vocabulary
-from jaxenc.errors import ConfigError, DataError
+from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models.registry import build_encoder
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
@@ -192,14 +193,55 @@ def test_checkpoint_round_trip(tmp_path):
 def test_checkpoint_of_another_config_is_refused(tmp_path):
     config = tiny_config()
     checkpointing.save_run_files(tmp_path, config, {})
-    checkpointing.check_compatible(tmp_path, config)  # same config: fine
+    assert checkpointing.check_compatible(tmp_path, config) == {}  # same config: fine
     other = tiny_config()
     other.model.embed_dim = 32
     with pytest.raises(ConfigError, match="model.embed_dim=16.*32.*new --workdir"):
         checkpointing.check_compatible(tmp_path, other)
+
+
+@pytest.mark.parametrize("changes, refused", [
+    ({"optim.learning_rate": 0.1, "train.seed": 3}, ["optim.learning_rate", "train.seed"]),
+    ({"task.head.hidden_dims": (8,)}, ["task.head.hidden_dims"]),  # nested: any depth
+    ({"data.max_length": 16, "train.patience": 2}, ["data.max_length", "train.patience"]),
+    ({"train.num_steps": 20}, ["train.num_steps"]),  # shorter: not what was trained
+    ({"train.num_steps": 0, "train.epochs": 20}, ["train.num_steps"]),  # epochs instead
+])
+def test_every_key_that_changes_results_is_refused_on_resume(tmp_path, changes, refused):
+    checkpointing.save_run_files(tmp_path, tiny_config(), {})
     other = tiny_config()
-    other.train.num_steps = 99  # training length may change: a longer resumed run
-    checkpointing.check_compatible(tmp_path, other)
+    other.update_from_flattened_dict(changes)
+    with pytest.raises(ConfigError) as error:
+        checkpointing.check_compatible(tmp_path, other)
+    message = str(error.value)
+    assert "\n" not in message and "(fix: use a new --workdir" in message
+    named = re.findall(r"([\w.]+)=\S+ \(config says", message)
+    assert named == refused
+
+
+def test_bookkeeping_changes_and_a_longer_run_are_allowed(tmp_path):
+    checkpointing.save_run_files(tmp_path, tiny_config(), {})
+    other = tiny_config()
+    allowed = {"train.eval_every": 5, "train.log_every": 1, "train.progress_bar": True,
+               "train.num_steps": 80, "train.nonfinite": "skip", "checkpoint.every": 3,
+               "data.data_dir": "/elsewhere", "data.eval_batch_size": 64}
+    other.update_from_flattened_dict(allowed)
+    other.baselines.transformer = tiny_config("transformer").model
+    changes = checkpointing.check_compatible(tmp_path, other)
+    assert {key: new for key, (_, new) in changes.items()
+            if not key.startswith("baselines.transformer.")} == allowed
+    assert changes["train.num_steps"] == (40, 80) and "baselines.transformer.name" in changes
+
+
+def test_a_nan_evaluation_is_never_kept_as_best():
+    position = loop.Position()
+    assert not position.record_evaluation(1, float("nan"), patience=0, best_k=2)
+    assert position.top_scores == [] and position.best_step == -1
+    assert position.record_evaluation(2, 0.5, patience=0, best_k=2)
+    assert not position.record_evaluation(3, float("nan"), patience=2, best_k=2)
+    assert position.top_scores == [0.5] and position.best_step == 2
+    assert not position.record_evaluation(4, float("inf"), patience=2, best_k=2)
+    assert position.stopped  # two evaluations without improvement
 
 
 def test_position_keeps_the_top_k_and_stops_after_patience():
@@ -233,6 +275,65 @@ def test_second_epoch_does_not_compile(examples):
     for batch in batcher.epoch(1):
         state, _ = train_step(state, shard_batch(batch, mesh))
     assert train_step._cache_size() == len(shapes)  # epoch 2 compiled nothing
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_train_step_skips_a_non_finite_update_when_asked(examples, skip):
+    model, task, featurizer = _setup(examples, tiny_config().model)
+    batch = next(Batcher(featurizer.many(examples), batch_size=16, buckets=(32,),
+                         shuffle=False).epoch(0))
+    mesh = make_mesh(jax.devices()[:1])
+    params = init_params(model, batch, seed=0)
+    tx = build_optimizer(tiny_config().optim, params)
+    state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
+    before = jax.tree.map(np.asarray, state.params)
+    poisoned = {**batch, "weight": np.full_like(batch["weight"], np.nan)}
+    state, stats = make_train_step(model, task, tx, mesh, skip_nonfinite=skip)(
+        state, shard_batch(poisoned, mesh))
+    assert int(state.step) == 1 and np.isnan(stats["loss"])
+    kernel = np.asarray(state.params["head"]["logits"]["kernel"])
+    if skip:
+        np.testing.assert_array_equal(kernel, before["head"]["logits"]["kernel"])
+    else:
+        assert np.isnan(kernel).all()
+
+
+def _diverging_config(nonfinite: str) -> ml_collections.ConfigDict:
+    """A tiny run whose SGD step size makes the loss nan after a step or two."""
+    config = tiny_config()
+    config.optim.update(dict(name="sgd", learning_rate=1e10, clip_norm=0.0, weight_decay=0.0))
+    config.train.update(dict(num_steps=12, eval_every=6, log_every=1, nonfinite=nonfinite))
+    config.checkpoint.every = 1
+    return config
+
+
+def test_a_nan_loss_stops_the_run_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+    with pytest.raises(NonFiniteError, match=r"step (\d+): training loss nan") as error:
+        loop.run(_diverging_config("stop"), tmp_path)
+    step = int(re.search(r"step (\d+)", str(error.value)).group(1))
+    assert step > 1 and f"latest checkpoint (step {step - 1})" in str(error.value)
+    assert "\n" not in str(error.value) and "nonfinite=skip" in str(error.value)
+    assert max(int(p.name) for p in (tmp_path / "checkpoints").iterdir()) == step - 1
+    records = report.read_metrics(tmp_path / report.METRICS_FILE)
+    assert [r["step"] for r in records if r["split"] == "train"] == list(range(1, step))
+    assert all(np.isfinite(r["loss"]) for r in records)
+    assert not (tmp_path / report.RESULTS_FILE).exists()
+
+
+def test_skipped_non_finite_steps_leave_finite_params_and_records(tmp_path, caplog):
+    config = _diverging_config("skip")
+    config.checkpoint.every = 0  # at the evaluations
+    rows = loop.run(config, tmp_path)
+    assert rows[0]["steps"] == 12
+    assert "skipped the updates of" in caplog.text
+    train = report.read_metrics(tmp_path / report.METRICS_FILE, "train")  # one per step
+    trained = [r for r in train if "skipped_steps" not in r]
+    assert [r["step"] for r in train] == list(range(1, 13)) and 0 < len(trained) < 12
+    assert all(np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"]) for r in trained)
+    assert all(r["skipped_steps"] == 1 and "loss" not in r for r in train if r not in trained)
+    assert (tmp_path / report.CURVES_FILE).is_file()
+    _, params, _, _ = checkpointing.load_trained_encoder(tmp_path)
+    assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(params))
 
 
 # ----------------------------------------------------------------------------- other tasks
@@ -371,6 +472,44 @@ def test_missing_data_folder_is_a_data_error(tmp_path):
     config = base.get_config("bag,trec")
     config.data.data_dir = str(tmp_path / "nowhere")
     with pytest.raises(DataError, match="nowhere: data folder does not exist"):
+        loop.run(config, tmp_path / "run")
+
+
+def test_max_length_below_every_example_is_a_config_error(tmp_path):
+    config = tiny_config()
+    config.data.max_length = 2
+    with pytest.raises(ConfigError, match=r"data.max_length=2 is below every training example "
+                                          r"\(the shortest has \d+ tokens\).*fix: "):
+        loop.run(config, tmp_path)
+
+
+@pytest.mark.parametrize("below", ["", "sub/run"])
+def test_a_workdir_that_is_a_file_is_a_config_error(tmp_path, below):
+    (tmp_path / "file").write_text("not a run\n")
+    with pytest.raises(ConfigError, match=r"file is a file, not a folder"):
+        loop.run(tiny_config(), tmp_path / "file" / below)
+
+
+def _trec_folder(tmp_path, train_lines: int) -> Path:
+    folder = tmp_path / "data" / "trec"
+    folder.mkdir(parents=True)
+    question = "DESC:manner How do you do ?\n"
+    (folder / "TREC.train").write_text(question * train_lines)
+    (folder / "TREC.test").write_text(question)
+    return folder.parent
+
+
+def test_an_empty_data_file_is_a_data_error_naming_it(tmp_path):
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(_trec_folder(tmp_path, 0))
+    with pytest.raises(DataError, match=r"trec/TREC.train: the file is empty"):
+        loop.run(config, tmp_path / "run")
+
+
+def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
+    config = base.get_config("bag,trec")
+    config.data.data_dir = str(_trec_folder(tmp_path, 3))  # 10% of 3 examples: none for dev
+    with pytest.raises(DataError, match=r"'trec' has no dev examples.*task.dev_fraction"):
         loop.run(config, tmp_path / "run")
 
 

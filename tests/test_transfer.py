@@ -251,3 +251,78 @@ def test_cli_on_real_data_reports_and_skips(data_root, tmp_path, capsys):
     cached = tmp_path / "cache" / results["encoder"]
     assert sorted(p.name for p in cached.iterdir()) == sorted(
         f"{task}.{split}.npz" for task in ("SICKE", "SICKR") for split in ("train", "dev", "test"))
+
+
+# ----------------------------------------------------------------------------- SentEval layouts
+
+
+def write_sts(root, year, subsets, rows=12, last_pair=None):
+    """SentEval's STS layout, `STS/STS<year>-en-test/STS.{input,gs}.<subset>.txt`, with pairs of
+    random words and gold scores, then `last_pair` ("sentence1\tsentence2") scored 2.5."""
+    rng = np.random.default_rng(year)
+    words = ["a", "cat", "dog", "sat", "on", "the", "mat", "ran", "far", "away"]
+    folder = root / "STS" / f"STS{year}-en-test"
+    folder.mkdir(parents=True)
+    for subset in subsets:
+        pairs = [" ".join(rng.choice(words, 4)) + "\t" + " ".join(rng.choice(words, 4))
+                 for _ in range(rows)] + ([last_pair] if last_pair else [])
+        scores = [f"{x:.2f}" for x in rng.uniform(0, 5, rows)] + (["2.5"] if last_pair else [])
+        (folder / f"STS.input.{subset}.txt").write_text("\n".join(pairs) + "\n")
+        (folder / f"STS.gs.{subset}.txt").write_text("\n".join(scores) + "\n")
+
+
+class WordCountEncoder:
+    """Vector = counts of a few words; not finite for a sentence holding "poison", and a bug
+    (RuntimeError) for one holding "boom"."""
+
+    name = "word-count"
+    words = ("a", "cat", "dog", "the", "mat", "ran")
+
+    def encode(self, sentences):
+        if any("boom" in s.tokens for s in sentences):
+            raise RuntimeError("a bug in the encoder")
+        vectors = np.array([[s.tokens.count(w) + 0.1 for w in self.words] for s in sentences],
+                           np.float32)
+        vectors[[i for i, s in enumerate(sentences) if "poison" in s.tokens]] = np.nan
+        return vectors
+
+
+def test_sts13_subsets_are_senteval_s_and_missing_subsets_give_a_partial_year(tmp_path):
+    write_sts(tmp_path, 13, ["FNWN", "headlines"])  # OnWN absent, as licensed files often are
+    write_sts(tmp_path, 12, ["MSRpar", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"])
+    results = transfer.run_transfer(WordCountEncoder(), "STS13,STS12", tmp_path, tmp_path / "out")
+    sts13, sts12 = results["tasks"]["STS13"], results["tasks"]["STS12"]
+    assert sts13["status"] == sts12["status"] == "ok"
+    assert set(sts13["metrics"]["subsets"]) == {"FNWN", "headlines"}
+    assert sts13["metrics"]["missing"] == ["OnWN"] and sts12["metrics"]["missing"] == ["MSRvid"]
+    assert sts13["metrics"]["num_test"] == 24
+    text = render_markdown(results)
+    assert "| STS13 | " in text and "partial (2 of 3 subsets)" in text
+    assert "partial (4 of 5 subsets)" in text and "missing: MSRvid" in text
+
+
+def test_a_failing_task_keeps_the_others_results(tmp_path, capsys, monkeypatch):
+    write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])
+    write_sts(tmp_path, 15, ["answers-forums"], last_pair="the poison\tthe cat")
+    out = tmp_path / "out"
+    monkeypatch.setattr(transfer, "load_encoder", lambda spec: WordCountEncoder())
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.main(["--encoder", "word-count", "--tasks", "STS15,STS13", "--data_dir",
+                       str(tmp_path), "--out", str(out)])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and error.startswith("error: 1 of 2 tasks failed")
+    assert "STS.input.answers-forums.txt:13" in error and "word-count" in error
+    assert "STS15" in error and "not finite" in error
+    saved = json.loads((out / "results.json").read_text())["tasks"]
+    assert saved["STS15"]["status"] == "failed" and saved["STS13"]["status"] == "ok"
+    assert "| STS15 | failed |" in (out / "results.md").read_text()
+
+
+def test_results_are_written_as_each_task_finishes(tmp_path):
+    write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])
+    write_sts(tmp_path, 14, ["images"], last_pair="boom\tthe cat")
+    with pytest.raises(RuntimeError, match="a bug"):
+        transfer.run_transfer(WordCountEncoder(), "STS13,STS14", tmp_path, tmp_path / "out")
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert list(saved["tasks"]) == ["STS13"] and saved["tasks"]["STS13"]["status"] == "ok"

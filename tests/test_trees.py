@@ -244,6 +244,42 @@ def test_bad_conllu_names_file_and_line(tmp_path, row, problem):
     assert str(error.value).startswith(f"{path}:2: ")
 
 
+@pytest.mark.parametrize("heads, problem", [
+    ("2 0 9", "token 3 'c' has head 9, outside 0..3"),
+    ("2 3 2", "no root"),
+    ("0 3 2", "heads form a cycle"),
+])
+def test_conllu_tree_errors_name_the_file_line_of_the_sentence(tmp_path, heads, problem):
+    rows = "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\tdep\t_\t_\n"
+                   for i, (w, h) in enumerate(zip("abc", heads.split(), strict=True), start=1))
+    path = tmp_path / "bad.conllu"
+    path.write_text(f"# text = x\n1\tx\t_\t_\t_\t_\t0\troot\t_\t_\n\n# text = a b c\n{rows}")
+    with pytest.raises(StructureError, match=problem) as error:
+        read_conllu(path)
+    assert str(error.value).startswith(f"{path}:5: ")  # the sentence's first word line
+
+
+@pytest.mark.parametrize("read, text", [
+    (read_conllu, "# text = x\n1\tx\t_\t_\t_\t_\t0\troot\t_\t_\n\n1\tna\xefve"),
+    (read_bracketed, "(S (NN a))\n(S (NN na\xefve))\n"),
+])
+def test_bad_utf8_in_tree_files_names_file_and_line(tmp_path, read, text):
+    path = tmp_path / "trees.txt"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(DataError, match="byte 0xef is not valid utf-8") as error:
+        read(path)
+    assert str(error.value).startswith(f"{path}:")
+    assert str(error.value).split(":")[1] == ("4" if read is read_conllu else "2")
+
+
+@pytest.mark.parametrize("read", [read_conllu, read_bracketed])
+def test_an_empty_tree_file_is_a_data_error_naming_it(tmp_path, read):
+    path = tmp_path / "empty.txt"
+    path.write_text("")
+    with pytest.raises(DataError, match="empty.txt: the file is empty"):
+        read(path)
+
+
 def _reference_word_rows(path):
     """Slow reference: the 10-column rows of words (integer IDs) per sentence."""
     sentences, rows = [], []

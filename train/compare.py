@@ -6,8 +6,9 @@ metrics at its best-dev checkpoint, read from the runs' metrics.jsonl.
   e.g. python -m train.compare /tmp/runs/disan_sick_e_s* /tmp/runs/bag_sick_e_s*
 
 Each group is labelled by model and dataset plus the config values that set it apart from the
-other groups of that model and dataset. A resumed run is grouped by the config of its first
-invocation (config.json); config keys newer than a run take their defaults.
+other groups of that model and dataset. A run is grouped by its config.json, which a resumed run
+updates with the changes it may make (a longer run, another eval_every, ...); config keys newer
+than a run take their defaults.
 """
 
 from __future__ import annotations
@@ -20,26 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxenc import cli
 from jaxenc.errors import DataError
 from jaxenc.training import checkpointing, report
+from jaxenc.training.checkpointing import flatten
 from train.configs import base
 
 # Config entries that do not change a run's results: left out of grouping and labels.
 BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
                          "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
 _NOT_METRICS = frozenset({"step", "split", "loss"})
-
-
-def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": 1}} -> {"a.b": 1}; lists become tuples so values are hashable."""
-    flat = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = tuple(value) if isinstance(value, list) else value
-    return flat
 
 
 def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
@@ -52,7 +43,7 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
         if not path.is_file():
             raise DataError("file not found", path=path,
                             fix="give run directories written by python -m train.main")
-    config = flatten(json.loads(config_path.read_text()))
+    config = flatten(checkpointing.saved_config(workdir))
     # Keys added to the configs after the run was made ran with their defaults' behaviour.
     defaults = flatten(base.get_config(f"{config['model.name']},{config['task.dataset']}")
                        .to_dict())
@@ -113,6 +104,7 @@ def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
+@cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
         prog="python -m train.compare", description=__doc__.split("\n\n")[0],
@@ -120,10 +112,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("workdirs", nargs="+", help="finished train.main run directories")
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
-    try:
-        runs = [read_run(workdir) for workdir in args.workdirs]
-    except DataError as error:
-        parser.exit(2, f"error: {error}\n")
+    runs = [read_run(workdir) for workdir in args.workdirs]
     table = report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")

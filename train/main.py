@@ -15,10 +15,14 @@ Flags:
                         checkpoint, baselines (every key is listed in train/configs/base.py).
   --workdir=DIR         the run directory: config.json, vocab.txt, checkpoints/, best/,
                         metrics.jsonl, results.md, curves.png. A run already there is resumed
-                        from its latest checkpoint; one with another model/task config is refused.
+                        from its newest intact checkpoint; the config may change only keys that
+                        cannot change results (eval_every, log_every, checkpoint.*, a longer
+                        num_steps, ...: jaxenc.training.checkpointing.RESUMABLE_KEYS), recorded
+                        in config.json's history; any other change is refused.
 
 Datasets other than "synthetic" are read from --config.data.data_dir or $JAXENC_DATA_DIR.
-Errors in the config or the data are reported in one line (exit status 2).
+Errors in the config or the data, and a loss that becomes nan or inf (--config.train.nonfinite),
+are reported in one line (exit status 2).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
+from jaxenc import cli
 from jaxenc.errors import JaxencError
 
 _CONFIG = config_flags.DEFINE_config_file(
@@ -43,11 +48,6 @@ _WORKDIR = flags.DEFINE_string(
     "workdir", None, "run directory for checkpoints, metrics.jsonl, results.md and curves.png; "
     "an existing run there is resumed")
 flags.mark_flags_as_required(["config", "workdir"])
-
-
-def _fail(reason: str) -> None:
-    print(f"error: {reason}", file=sys.stderr)
-    sys.exit(2)
 
 
 def _one_line(error: Exception) -> str:
@@ -71,7 +71,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
     try:
         return flags.FLAGS(argv)
     except _CONFIG_ERRORS as error:
-        _fail(f"{_one_line(error)} (see --help)")
+        cli.fail(f"{_one_line(error)} (see --help)")
 
 
 def _quiet_logging() -> None:
@@ -85,6 +85,7 @@ def _quiet_logging() -> None:
     ours.propagate = False
 
 
+@cli.reports_errors
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -92,14 +93,11 @@ def main(argv: list[str]) -> None:
     try:
         config.get("model")  # a config file that failed to load raises on first use
     except _CONFIG_ERRORS as error:
-        _fail(f"{_one_line(error)} (see --help)")
+        cli.fail(f"{_one_line(error)} (see --help)")
     _quiet_logging()
     from jaxenc.training.loop import run  # after flag parsing: --help stays fast
 
-    try:
-        rows = run(config, _WORKDIR.value)
-    except JaxencError as error:
-        _fail(str(error))
+    rows = run(config, _WORKDIR.value)
     workdir = Path(rows[0]["workdir"])
     print((workdir / "results.md").read_text())
     print(f"wrote {workdir}/results.md, {workdir}/curves.png and metrics.jsonl; checkpoints in "

@@ -154,12 +154,21 @@ def _split_vector_line(line: str, dim: int, path: Path, number: int) -> tuple[st
 
 
 def _parse_numbers(numbers: str | list, path: Path, number: int) -> np.ndarray:
+    """float32[d] of a line's numbers; DataError for text or for values that are not finite
+    (nan, inf, or beyond float32), which would turn every loss they touch into nan."""
+    texts = numbers.split(" ") if isinstance(numbers, str) else numbers
     try:
-        return np.array(numbers.split(" ") if isinstance(numbers, str) else numbers,
-                        dtype=np.float32)
+        with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, refused below
+            vector = np.array(texts, dtype=np.float32)
     except ValueError as error:
         raise DataError(f"not a number in the vector ({error})", path=path, line=number,
                         fix="the file is corrupt; re-download it") from None
+    bad = np.flatnonzero(~np.isfinite(vector))
+    if bad.size:
+        raise DataError(f"vector value {bad[0] + 1} ({texts[bad[0]]!r}) is not finite",
+                        path=path, line=number,
+                        fix="the file is corrupt; re-download it or fix that line")
+    return vector
 
 
 def _fallback_index(vocab: Vocabulary) -> dict[str, list[int]]:
@@ -234,6 +243,9 @@ def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: V
             if dim is None:
                 dim = len(line.split()) - 1
             if matrix is None:
+                if dim < 1:
+                    raise DataError("the first vector line has no numbers", path=path,
+                                    line=number, fix="give GloVe lines 'word v1 ... vd'")
                 if expected_dim is not None and dim != expected_dim:
                     raise DataError(f"the vectors are {dim}-d, {expected_dim}-d expected",
                                     path=path, line=number, fix="use a file of that size or "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
-from jaxenc.data.records import Example, Sentence
+from jaxenc.data.records import Example
 from jaxenc.errors import DataError
 
 KINDS = ("single", "pair", "relatedness", "tagging", "translation", "unlabelled")
@@ -64,7 +64,8 @@ def load(name: str, split: str, data_dir: str | os.PathLike | None = None) -> li
       data_dir: the data root; None means $JAXENC_DATA_DIR (not needed for embedded data).
 
     Raises:
-      DataError: unknown name or split (listing the valid ones), missing folder or file.
+      DataError: unknown name or split (listing the valid ones), missing folder or file, a split
+        without any example.
     """
     if name not in DATASETS:
         raise DataError(f"unknown dataset {name!r}", fix=f"use one of {', '.join(DATASETS)}")
@@ -79,7 +80,12 @@ def load(name: str, split: str, data_dir: str | os.PathLike | None = None) -> li
             raise DataError(f"folder of dataset {name!r} not found", path=folder,
                             fix=f"put the {name} files in <data root>/{info.folder} "
                                 "(layouts: shared/data/README.md, shared/spec/heads_and_eval.md)")
-    return _READERS[name](folder, split)
+    examples = _READERS[name](folder, split)
+    if not examples:
+        raise DataError(f"dataset {name!r} has no {split} examples", path=folder,
+                        fix="every record of the split's file(s) was skipped (see the log); "
+                            "check that they are the right, complete files")
+    return examples
 
 
 def _register(info: DatasetInfo, reader: Reader) -> None:
@@ -107,12 +113,6 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def _sentence_examples(sentences: list[Sentence], source: str) -> list[Example]:
-    """Tagging examples, one per sentence; uid = "<source>#<sentence number>"."""
-    return [Example(sentences=(sentence,), uid=f"{source}#{number}")
-            for number, sentence in enumerate(sentences, start=1)]
-
-
 # ---------------------------------------------------------------------------------------------
 # Readers that need more than one file per split.
 
@@ -138,15 +138,16 @@ def _read_snli(folder: Path, split: str) -> list[Example]:
 
 
 def _read_ud_ewt(folder: Path, split: str) -> list[Example]:
-    """`en_ewt-ud-<split>.conllu`; train may instead be shards `...train.partKofN.conllu`."""
-    from jaxenc.structures.formats import read_conllu
+    """`en_ewt-ud-<split>.conllu`; train may instead be shards `...train.partKofN.conllu`. The
+    uid of a sentence is "<file>:<line of its first word>"."""
+    from jaxenc.structures.formats import numbered_conllu
 
     whole = folder / f"en_ewt-ud-{split}.conllu"
     shards = sorted(folder.glob(f"en_ewt-ud-{split}.part*of*.conllu"), key=_shard_number)
     if whole.is_file() or not shards:
         shards = [_existing(whole)]
-    return [example for shard in shards
-            for example in _sentence_examples(read_conllu(shard), shard.name)]
+    return [Example(sentences=(sentence,), uid=f"{shard.name}:{line}")
+            for shard in shards for line, sentence in numbered_conllu(shard)]
 
 
 def _shard_number(path: Path) -> int:
@@ -159,7 +160,8 @@ def _read_ptb_sample(folder: Path, split: str) -> list[Example]:
 
     sentences = read_treebank_zip(_existing(folder / "treebank.zip"),
                                   _existing(folder / "dependency_treebank.zip"))
-    return _sentence_examples(sentences, "treebank.zip")
+    return [Example(sentences=(sentence,), uid=f"treebank.zip#{number}")
+            for number, sentence in enumerate(sentences, start=1)]
 
 
 def _read_synthetic(folder: None, split: str) -> list[Example]:

@@ -21,10 +21,11 @@ from jaxenc.errors import DataError
 SCORE_RANGE = (0.0, 5.0)
 YEAR_FOLDERS = {year: f"STS/STS{year % 100}-en-test" for year in range(2012, 2017)}
 STSB_FOLDER = "STS/STSBenchmark"
-# SentEval's subsets per year (STS13's licensed SMT subset is not distributed).
+# SentEval's subsets per year, as its sts.py and data script name them (STS13's licensed SMT
+# subset is not distributed; licensed files such as STS12 MSRvid are often absent).
 SUBSETS = {
     2012: ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-    2013: ("FNWN", "HDL", "OnWN"),
+    2013: ("FNWN", "headlines", "OnWN"),
     2014: ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
     2015: ("answers-forums", "answers-students", "belief", "headlines", "images"),
     2016: ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
@@ -34,10 +35,15 @@ STSB_SPLITS = ("train", "dev", "test")
 _STSB_SCORE, _STSB_FIRST, _STSB_SECOND = 4, 5, 6
 
 
+def subset_files(folder: str | os.PathLike, subset: str) -> tuple[Path, Path]:
+    """(input file, gold file) of an STS12-16 subset in its year's folder."""
+    folder = Path(folder)
+    return folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt"
+
+
 def read_sts_subset(folder: str | os.PathLike, subset: str) -> list[Example]:
     """One STS12-16 subset: pairs of `STS.input.<subset>.txt` scored by `STS.gs.<subset>.txt`."""
-    folder = Path(folder)
-    return read_sts_pairs(folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt")
+    return read_sts_pairs(*subset_files(folder, subset))
 
 
 def read_sts_pairs(input_path: str | os.PathLike,

@@ -125,7 +125,7 @@ def read_lines(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[Line
         never fails, which is what the SentEval files with stray Windows bytes (MR, SUBJ) need.
 
     Raises:
-      DataError: the file is missing, or a byte cannot be decoded (naming its line).
+      DataError: the file is missing or empty, or a byte cannot be decoded (naming its line).
     """
     path = Path(path)
     if not path.is_file():
@@ -133,6 +133,9 @@ def read_lines(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[Line
                         fix="check the data folder holds this file "
                             "(layouts: shared/data/README.md, docs/ARCHITECTURE.md)")
     data = path.read_bytes()
+    if not data:
+        raise DataError("the file is empty", path=path,
+                        fix="a data file holds at least one record; copy the complete file")
     text = _decode(data, encoding, path)
     chunks = text.removeprefix(_BOM).split("\n")
     if chunks[-1] == "":

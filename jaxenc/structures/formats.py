@@ -2,20 +2,24 @@
 
 structures.md ("Trees in"): CoNLL-U multi-word lines (`3-4`) and empty nodes (`8.1`) are skipped;
 NLTK `.dp` files have no arc labels, so every label is `dep`; `.mrg` trees lose their `-NONE-`
-traces and function tags (`Tree.strip_ptb`).
+traces and function tags (`Tree.strip_ptb`). Text files are read by `text_io.read_lines`, so bad
+UTF-8, an empty file and every malformed tree are DataErrors naming the file and line.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from jaxenc.data.records import Sentence
+from jaxenc.data.text_io import read_lines
 from jaxenc.errors import DataError, StructureError
-from jaxenc.structures.trees import Tree, parse_bracketed, parse_bracketed_all
+from jaxenc.structures.trees import DependencyTree, Tree, parse_bracketed, parse_bracketed_all
 
 CONLLU_COLUMNS = 10  # ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC
 EMPTY = "_"
@@ -37,48 +41,55 @@ def read_conllu(path: str | os.PathLike) -> list[Sentence]:
     """The sentences of a CoNLL-U file: tokens (FORM), heads, deprels, tags (XPOS), `# text`.
 
     A column that is `_` for every word of a sentence becomes None (e.g. no XPOS). Raises DataError
-    naming the file and line for a row without 10 columns, a bad ID sequence or a non-integer head.
+    naming the file and line for a row without 10 columns, a bad ID sequence or a non-integer head,
+    and StructureError naming the file and the sentence's first word line for heads that do not
+    form a tree (out of range, no single root, a cycle).
     """
-    path = _existing(path)
+    return [sentence for _, sentence in numbered_conllu(path)]
+
+
+def numbered_conllu(path: str | os.PathLike) -> list[tuple[int, Sentence]]:
+    """(line number of its first word, sentence) of every sentence of a CoNLL-U file
+    (`read_conllu`)."""
     sentences, rows, text = [], [], None
-    with open(path, encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                if rows:
-                    sentences.append(_conllu_sentence(rows, text, path))
-                rows, text = [], None
-            elif line.startswith("#"):
-                match = _TEXT_COMMENT.fullmatch(line)
-                if match:
-                    text = match.group(1).strip()
-            else:
-                columns = line.split("\t")
-                if len(columns) != CONLLU_COLUMNS:
-                    raise DataError(f"{len(columns)} tab-separated columns, CoNLL-U has 10",
-                                    path=path, line=line_number,
-                                    fix="separate the columns with single tabs")
-                if _MULTIWORD_OR_EMPTY_NODE.fullmatch(columns[0]):
-                    continue
-                if columns[0] != str(len(rows) + 1):
-                    raise DataError(f"word ID {columns[0]!r}, expected {len(rows) + 1}",
-                                    path=path, line=line_number,
-                                    fix="number the words of each sentence 1, 2, 3, ...")
-                rows.append((line_number, columns))
+    for line in read_lines(path):
+        if not line.text.strip():
+            if rows:
+                sentences.append(_conllu_sentence(rows, text, line.path))
+            rows, text = [], None
+        elif line.text.startswith("#"):
+            match = _TEXT_COMMENT.fullmatch(line.text)
+            if match:
+                text = match.group(1).strip()
+        else:
+            columns = line.text.split("\t")
+            if len(columns) != CONLLU_COLUMNS:
+                raise line.error(f"{len(columns)} tab-separated columns, CoNLL-U has 10",
+                                 fix="separate the columns with single tabs")
+            if _MULTIWORD_OR_EMPTY_NODE.fullmatch(columns[0]):
+                continue
+            if columns[0] != str(len(rows) + 1):
+                raise line.error(f"word ID {columns[0]!r}, expected {len(rows) + 1}",
+                                 fix="number the words of each sentence 1, 2, 3, ...")
+            rows.append((line.number, columns))
     if rows:
-        sentences.append(_conllu_sentence(rows, text, path))
+        sentences.append(_conllu_sentence(rows, text, Path(path)))
     return sentences
 
 
 def _conllu_sentence(rows: list[tuple[int, list[str]]], text: str | None,
-                     path: Path) -> Sentence:
+                     path: Path) -> tuple[int, Sentence]:
     tokens = tuple(columns[1] for _, columns in rows)
     heads = None
     if _column_or_none([columns[6] for _, columns in rows]) is not None:
         heads = tuple(_conllu_head(columns, path, line_number) for line_number, columns in rows)
-    return Sentence(tokens=tokens, text=" ".join(tokens) if text is None else text, heads=heads,
-                    deprels=_column_or_none([columns[7] for _, columns in rows]),
-                    tags=_column_or_none([columns[4] for _, columns in rows]))
+    sentence = Sentence(tokens=tokens, text=" ".join(tokens) if text is None else text,
+                        heads=heads, deprels=_column_or_none([columns[7] for _, columns in rows]),
+                        tags=_column_or_none([columns[4] for _, columns in rows]))
+    first_line = rows[0][0]
+    if heads is not None:
+        DependencyTree.from_sentence(sentence, source=f"{path}:{first_line}")
+    return first_line, sentence
 
 
 def _conllu_head(columns: list[str], path: Path, line_number: int) -> int:
@@ -123,12 +134,8 @@ def read_bracketed(path: str | os.PathLike) -> list[Tree]:
 
     Errors name the file, line and character position.
     """
-    trees = []
-    with open(_existing(path), encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if line.strip():
-                trees.append(parse_bracketed(line, source=f"{path}:{line_number}"))
-    return trees
+    return [parse_bracketed(line.text, source=f"{line.path}:{line.number}")
+            for line in read_lines(path) if line.text.strip()]
 
 
 def write_bracketed(trees: Iterable[Tree], path: str | os.PathLike) -> None:
@@ -145,11 +152,11 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
     the same name from `dp_zip` (dependency_treebank.zip), straight from the archives. Each
     sentence gets tokens (the leaves, PTB escapes kept), `tree` (cleaned by `Tree.strip_ptb`),
     heads and tags (POS) from the `.dp` file and the label `dep` on every arc. Raises
-    StructureError naming the file and sentence when the two disagree.
+    StructureError naming the file and sentence when the two disagree, DataError naming the
+    archive (and member) when it is damaged.
     """
     sentences = []
-    with zipfile.ZipFile(_existing(mrg_zip)) as mrg_archive, \
-            zipfile.ZipFile(_existing(dp_zip)) as dp_archive:
+    with _open_zip(mrg_zip) as mrg_archive, _open_zip(dp_zip) as dp_archive:
         dp_names = {PurePosixPath(name).stem: name for name in dp_archive.namelist()
                     if name.endswith(".dp")}
         mrg_names = sorted(name for name in mrg_archive.namelist()
@@ -163,9 +170,9 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
                 raise DataError(f"no {stem}.dp beside {mrg_name}", path=dp_zip,
                                 fix="pass NLTK's dependency_treebank.zip for the same sample")
             mrg_source = f"{mrg_zip}/{mrg_name}"
-            trees = parse_bracketed_all(mrg_archive.read(mrg_name).decode("utf-8"),
+            trees = parse_bracketed_all(_member_text(mrg_archive, mrg_name, mrg_zip),
                                         source=mrg_source)
-            dp_rows = _read_dp(dp_archive.read(dp_names[stem]).decode("utf-8"),
+            dp_rows = _read_dp(_member_text(dp_archive, dp_names[stem], dp_zip),
                                f"{dp_zip}/{dp_names[stem]}")
             if len(trees) != len(dp_rows):
                 raise StructureError(f"{len(trees)} trees but {len(dp_rows)} .dp sentences",
@@ -174,6 +181,30 @@ def read_treebank_zip(mrg_zip: str | os.PathLike, dp_zip: str | os.PathLike) -> 
                 sentences.append(_aligned_sentence(tree.strip_ptb(), rows,
                                                    f"{mrg_source} sentence {number}"))
     return sentences
+
+
+# What zipfile raises for a damaged archive: bad headers, CRC or deflate data, offsets past the
+# end (OSError from seek), bad UTF-8 in a member (ValueError).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError,
+               struct.error)
+_ZIP_FIX = "the archive is damaged; download NLTK's treebank.zip / dependency_treebank.zip again"
+
+
+def _open_zip(path: str | os.PathLike) -> zipfile.ZipFile:
+    """The archive at `path`; DataError naming it when it is missing or not a readable zip."""
+    try:
+        return zipfile.ZipFile(_existing(path))
+    except _ZIP_ERRORS as error:
+        raise DataError(f"not a readable zip archive ({error})", path=path, fix=_ZIP_FIX) from None
+
+
+def _member_text(archive: zipfile.ZipFile, name: str, path: str | os.PathLike) -> str:
+    """The UTF-8 text of member `name`; DataError naming the archive and member when damaged."""
+    try:
+        return archive.read(name).decode("utf-8")
+    except _ZIP_ERRORS as error:
+        raise DataError(f"member {name} cannot be read ({error})", path=path,
+                        fix=_ZIP_FIX) from None
 
 
 def _read_dp(text: str, source: str) -> list[list[tuple[str, str, int]]]:

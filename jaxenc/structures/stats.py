@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxenc.data.records import Sentence
+from jaxenc import cli
 from jaxenc.structures import psan
 from jaxenc.structures.derive import derive_tree
-from jaxenc.structures.formats import read_bracketed, read_conllu
+from jaxenc.structures.formats import numbered_conllu, read_bracketed
 from jaxenc.structures.trees import DependencyTree, Tree
 
 # Wu et al. (2018), Table 1, SST-5 (11855 sentences), levels 1-3.
@@ -65,12 +65,14 @@ def markdown_table(name: str, stats: DivisionStats) -> str:
     return "\n".join(lines)
 
 
-def _derived_trees(sentences: list[Sentence], path: str) -> tuple[list[Tree], int]:
-    derived = [derive_tree(DependencyTree.from_sentence(sentence, source=f"{path} #{number}"))
-               for number, sentence in enumerate(sentences, start=1)]
+def _derived_trees(path: str) -> tuple[list[Tree], int]:
+    """The trees derived from a CoNLL-U file's dependencies, and how many were non-projective."""
+    derived = [derive_tree(DependencyTree.from_sentence(sentence, source=f"{path}:{line}"))
+               for line, sentence in numbered_conllu(path)]
     return [item.tree for item in derived], sum(item.non_projective for item in derived)
 
 
+@cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m jaxenc.structures.stats",
                                      description=__doc__.split("\n")[0])
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     trees, non_projective = [], 0
     for path in args.trees:
         if args.conllu:
-            derived, count = _derived_trees(read_conllu(path), path)
+            derived, count = _derived_trees(path)
             trees += derived
             non_projective += count
         else:

@@ -1,19 +1,27 @@
 """Checkpoints of a run directory, and loading a trained encoder back from one.
 
 Layout of a workdir:
-  config.json           the run's config (a later run with other model/task sections is refused)
+  config.json           the run's config, and under "history" the changes resumed runs made;
+                        a resumed run may change only keys that cannot change its results
+                        (`RESUMABLE_KEYS`, a longer `EXTENSIBLE_KEYS`), any other change is
+                        refused naming the keys
   vocab.txt             the input vocabulary (+ target_vocab.txt / tags.txt when the task has them)
   checkpoints/<step>/   periodic: the full TrainState + the loop position (keep the last `keep`)
   best/<step>/          the parameters of the `best_k` best dev evaluations
   metrics.jsonl, results.md, curves.png   (jaxenc.training.report)
 
 orbax writes every checkpoint to a temporary folder and renames it when complete, so a run killed
-at any moment leaves only whole checkpoints; the next run resumes from the latest one.
+at any moment leaves only whole checkpoints; the next run resumes from the latest one. Each
+finished checkpoint is then sealed with the checksums of its files (`integrity`); a checkpoint
+whose files no longer match, or that cannot be restored, is set aside as `<step>.corrupted` with
+a one-line warning and the run resumes from the newest intact one.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,18 +33,30 @@ import ml_collections
 import orbax.checkpoint as ocp
 
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError
+from jaxenc.errors import ConfigError, DataError
+from jaxenc.files import write_text_atomic
 from jaxenc.models.registry import build_encoder
+from jaxenc.training import integrity
 from jaxenc.training.state import TrainState
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE = "config.json"
+HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 VOCAB_FILE = "vocab.txt"
-COMPARED_SECTIONS = ("model", "task")  # a checkpoint belongs to one model on one task
+LATEST_DIR, BEST_DIR = "checkpoints", "best"
 
-
-def _section(config: Mapping, name: str) -> dict:
-    """A config section as plain JSON values (tuples become lists), for comparison."""
-    return json.loads(json.dumps(config.get(name, {}), default=list))
+# Config keys a resumed run may change, recorded in config.json's history: they decide when to
+# evaluate, log and save, where the same data is read from, how large evaluation batches are and
+# what a diverging step does, not the training trajectory. The baselines are runs of their own
+# (compared in their own workdirs), so the main run ignores that section.
+RESUMABLE_KEYS = frozenset({
+    "train.eval_every", "train.log_every", "train.progress_bar", "train.distributed",
+    "train.nonfinite", "checkpoint.every", "checkpoint.keep", "checkpoint.best_k",
+    "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
+RESUMABLE_SECTIONS = ("baselines",)
+EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
+_ABSENT = "<absent>"
 
 
 def config_to_dict(config: ml_collections.ConfigDict) -> dict:
@@ -44,20 +64,90 @@ def config_to_dict(config: ml_collections.ConfigDict) -> dict:
     return json.loads(config.to_json_best_effort())
 
 
-def check_compatible(workdir: str | os.PathLike, config: ml_collections.ConfigDict) -> None:
-    """ConfigError when `workdir` already holds a run whose model or task section differs."""
+def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}, at any depth; lists become tuples so values are hashable."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = tuple(value) if isinstance(value, list) else value
+    return flat
+
+
+def saved_config(workdir: str | os.PathLike) -> dict | None:
+    """The config.json of the run in `workdir` (its history left out), None when there is none."""
     path = Path(workdir) / CONFIG_FILE
     if not path.is_file():
-        return
-    saved, current = json.loads(path.read_text()), config_to_dict(config)
-    for name in COMPARED_SECTIONS:
-        old, new = _section(saved, name), _section(current, name)
-        changed = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
-        if changed:
-            key = changed[0]
-            raise ConfigError(
-                f"{workdir} holds a checkpoint trained with {name}.{key}={old.get(key)!r}, the "
-                f"config says {new.get(key)!r} (fix: use a new --workdir, or the same config)")
+        return None
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not a JSON config ({error}) (fix: restore it, or use a new "
+                          "--workdir)") from None
+    saved.pop(HISTORY_KEY, None)
+    return saved
+
+
+def _resumable(key: str, old: Any, new: Any) -> bool:
+    """Whether a resumed run may change `key` from `old` to `new` (values or _ABSENT)."""
+    if key in RESUMABLE_KEYS or key.split(".")[0] in RESUMABLE_SECTIONS:
+        return True
+    if key not in EXTENSIBLE_KEYS or _ABSENT in (old, new):
+        return False
+    return new >= old and (key != "train.num_steps" or (old == 0) == (new == 0))
+
+
+def check_compatible(workdir: str | os.PathLike,
+                     config: ml_collections.ConfigDict) -> dict[str, tuple[Any, Any]]:
+    """The changes {key: (saved, new)} of `config` against the run already in `workdir` that
+    a resumed run may make ({} for a new workdir); ConfigError, naming every other changed key,
+    when there is any (or when `workdir` cannot be a directory)."""
+    _check_workdir(Path(workdir))
+    saved = saved_config(workdir)
+    if saved is None:
+        return {}
+    old, new = flatten(saved), flatten(config_to_dict(config))
+    changes = {}
+    for key in sorted(old.keys() | new.keys()):
+        before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
+        if before != after:
+            changes[key] = (before, after)
+    refused = [f"{key}={before!r} (config says {after!r})"
+               for key, (before, after) in changes.items() if not _resumable(key, before, after)]
+    if refused:
+        raise ConfigError(
+            f"{workdir} holds a run trained with a different config: {', '.join(refused)} (fix: "
+            "use a new --workdir for a different config; a resumed run may only change "
+            f"{', '.join(sorted(RESUMABLE_KEYS))} or the baselines, or increase "
+            f"{' / '.join(EXTENSIBLE_KEYS)})")
+    return changes
+
+
+def _check_workdir(workdir: Path) -> None:
+    """ConfigError when `workdir`, or a folder above it, exists as something else than a folder."""
+    for path in (workdir, *workdir.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise ConfigError(f"--workdir {workdir}: {path} is a file, not a folder (fix: "
+                                  "pass a new or existing run directory)")
+            return
+
+
+def record_changes(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
+                   changes: Mapping[str, tuple[Any, Any]]) -> None:
+    """Rewrites config.json with `config`'s values, adding `changes` (from `check_compatible`)
+    to its history with the time."""
+    path = Path(workdir) / CONFIG_FILE
+    history = json.loads(path.read_text(encoding="utf-8")).get(HISTORY_KEY, [])
+    history.append({"time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"), "changed": {key: list(values) for key, values in changes.items()}})
+    _write_config(path, {**config_to_dict(config), HISTORY_KEY: history})
+
+
+def _write_config(path: Path, values: dict) -> None:
+    write_text_atomic(path, json.dumps(values, indent=2) + "\n")
 
 
 def save_run_files(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
@@ -65,18 +155,32 @@ def save_run_files(workdir: str | os.PathLike, config: ml_collections.ConfigDict
     """Writes config.json and one `<name>.txt` per vocabulary ("vocab", "target_vocab", ...)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / CONFIG_FILE).write_text(json.dumps(config_to_dict(config), indent=2) + "\n")
+    _write_config(workdir / CONFIG_FILE, config_to_dict(config))
     for name, vocab in vocabularies.items():
         vocab.save(workdir / f"{name}.txt")
 
 
 def load_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:
-    """The config a run in `workdir` was trained with."""
-    path = Path(workdir) / CONFIG_FILE
-    if not path.is_file():
+    """The config a run in `workdir` was trained with (as last resumed)."""
+    saved = saved_config(workdir)
+    if saved is None:
         raise ConfigError(f"{workdir} is not a training run directory (no {CONFIG_FILE}) (fix: "
                           "pass the --workdir of a finished `python -m train.main` run)")
-    return ml_collections.ConfigDict(json.loads(path.read_text()))
+    return ml_collections.ConfigDict(saved)
+
+
+def _step_folders(folder: Path) -> list[Path]:
+    """The step folders orbax finished in `folder` (named by their step), newest first."""
+    if not folder.is_dir():
+        return []
+    return sorted((path for path in folder.iterdir() if path.is_dir() and path.name.isdigit()),
+                  key=lambda path: int(path.name), reverse=True)
+
+
+def _describe(error: Exception) -> str:
+    """The first line of an orbax / tensorstore error (their messages run to a hundred lines)."""
+    lines = str(error).strip().splitlines() or [""]
+    return f"{type(error).__name__}: {lines[0][:200]}"
 
 
 class Checkpoints:
@@ -84,19 +188,48 @@ class Checkpoints:
 
     Each periodic checkpoint stores the TrainState and a JSON `position` (the loop's own state:
     next epoch and batch index, early-stopping counters); each best checkpoint stores the params
-    and the dev metrics they reached.
+    and the dev metrics they reached. Corrupted checkpoints are set aside as they are found (module
+    doc); with `repair=False` (reading a finished run) a corrupted best checkpoint is a DataError
+    naming the file instead, and nothing is renamed.
     """
 
-    def __init__(self, workdir: str | os.PathLike, keep: int, best_k: int):
+    def __init__(self, workdir: str | os.PathLike, keep: int, best_k: int, *,
+                 repair: bool = True):
         workdir = Path(workdir).absolute()
+        self.set_aside: list[Path] = []  # corrupted step folders renamed by this object
+        self._unsealed: dict[ocp.CheckpointManager, list[int]] = {}  # saved, not yet sealed
+        if repair:
+            self._set_aside_corrupted(workdir / LATEST_DIR)
+        self._set_aside_corrupted(workdir / BEST_DIR, repair)
         self._latest = ocp.CheckpointManager(
-            workdir / "checkpoints", item_names=("state", "position"),
+            workdir / LATEST_DIR, item_names=("state", "position"),
             options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True))
         self._best = ocp.CheckpointManager(
-            workdir / "best", item_names=("params", "dev"),
+            workdir / BEST_DIR, item_names=("params", "dev"),
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=best_k, best_fn=lambda metrics: metrics["score"], best_mode="max",
                 create=True))
+
+    def _set_aside_corrupted(self, folder: Path, repair: bool = True) -> None:
+        """Sets aside each step folder whose files differ from their checksums (or, without
+        `repair`, raises DataError naming the first such file)."""
+        for step_folder in _step_folders(folder):
+            found = integrity.problem(step_folder)
+            if found is None:
+                continue
+            path, what = found
+            if not repair:
+                raise DataError(f"checkpoint file is corrupted: {what}", path=path,
+                                fix=f"retrain, or restore {step_folder} from a copy")
+            self._set_aside(step_folder, f"{path}: {what}")
+
+    def _set_aside(self, step_folder: Path, reason: str) -> None:
+        """Renames a corrupted step folder out of orbax's sight, with a one-line warning."""
+        if jax.process_index() == 0:
+            moved = integrity.set_aside(step_folder)
+            log.warning("checkpoint %s is corrupted (%s): set aside as %s; using the newest "
+                        "intact checkpoint", step_folder, reason, moved.name)
+        self.set_aside.append(step_folder)
 
     def latest_step(self) -> int | None:
         return self._latest.latest_step()
@@ -104,47 +237,81 @@ class Checkpoints:
     def best_step(self) -> int | None:
         return self._best.best_step()
 
+    def _seal(self, manager: ocp.CheckpointManager) -> None:
+        """Waits for `manager`'s pending save, then seals the checkpoints this object saved."""
+        manager.wait_until_finished()
+        steps = self._unsealed.pop(manager, [])
+        for step in steps if jax.process_index() == 0 else ():
+            folder = Path(str(manager.directory)) / str(step)
+            if folder.is_dir():  # not already deleted by max_to_keep
+                integrity.seal(folder)
+
+    def _save(self, manager: ocp.CheckpointManager, step: int, **kwargs: Any) -> None:
+        self._seal(manager)
+        manager.save(step, **kwargs)
+        self._unsealed.setdefault(manager, []).append(step)
+
     def save(self, state: TrainState, position: Mapping[str, Any]) -> None:
         """Saves the full state at its step (periodic checkpoint)."""
-        self._latest.save(int(state.step), args=ocp.args.Composite(
+        self._save(self._latest, int(state.step), args=ocp.args.Composite(
             state=ocp.args.StandardSave(state), position=ocp.args.JsonSave(dict(position))))
 
     def save_best(self, state: TrainState, score: float, metrics: Mapping[str, Any]) -> None:
         """Offers the params at this step as a best checkpoint ranked by `score` (higher wins);
         `metrics` (JSON) are stored beside them."""
-        self._best.save(int(state.step), metrics={"score": float(score)},
-                        args=ocp.args.Composite(params=ocp.args.StandardSave(state.params),
-                                                dev=ocp.args.JsonSave(dict(metrics))))
+        self._save(self._best, int(state.step), metrics={"score": float(score)},
+                   args=ocp.args.Composite(params=ocp.args.StandardSave(state.params),
+                                           dev=ocp.args.JsonSave(dict(metrics))))
 
     def restore_latest(self, target: TrainState) -> tuple[TrainState, dict] | None:
-        """(state, position) of the latest periodic checkpoint, shaped and sharded like `target`
-        (concrete or abstract arrays), or None when there is none."""
-        step = self._latest.latest_step()
-        if step is None:
-            return None
+        """(state, position) of the newest intact periodic checkpoint, shaped and sharded like
+        `target` (concrete or abstract arrays), or None when there is none; one that cannot be
+        restored is set aside. ConfigError when there were checkpoints but none is intact."""
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
-        restored = self._latest.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract), position=ocp.args.JsonRestore()))
-        return restored.state, dict(restored.position)
+        while (step := self._latest.latest_step()) is not None:
+            try:
+                restored = self._latest.restore(step, args=ocp.args.Composite(
+                    state=ocp.args.StandardRestore(abstract), position=ocp.args.JsonRestore()))
+            except Exception as error:  # orbax and tensorstore raise many types, even Exception
+                self._set_aside(Path(str(self._latest.directory)) / str(step), _describe(error))
+                self._latest.reload()
+                continue
+            return restored.state, dict(restored.position)
+        directory = Path(str(self._latest.directory))
+        corrupted = [path.name for path in self.set_aside if path.parent == directory]
+        if corrupted:
+            raise ConfigError(f"{directory}: no intact checkpoint (steps {', '.join(corrupted)} "
+                              f"are corrupted, set aside as <step>{integrity.SET_ASIDE_SUFFIX}) "
+                              f"(fix: use a new --workdir, or delete {directory.parent} to train "
+                              "again from the start)")
+        return None
 
     def restore_best_params(self, target: Any = None) -> dict:
         """Params of the best checkpoint, shaped and sharded like `target` when given."""
         step = self._best.best_step()
         if step is None:
-            raise ConfigError("no best checkpoint saved yet (fix: train with a dev split until "
-                              "at least one evaluation has run)")
+            raise ConfigError("no best checkpoint: no dev evaluation has run, or none gave a "
+                              "finite score (fix: train with a dev split until an evaluation "
+                              "gives one)")
         abstract = None if target is None else jax.tree.map(ocp.utils.to_shape_dtype_struct,
                                                              target)
-        restored = self._best.restore(step, args=ocp.args.Composite(
-            params=ocp.args.StandardRestore(abstract)))
+        try:
+            restored = self._best.restore(step, args=ocp.args.Composite(
+                params=ocp.args.StandardRestore(abstract)))
+        except Exception as error:  # as in restore_latest
+            raise DataError(f"best checkpoint cannot be restored ({_describe(error)})",
+                            path=Path(str(self._best.directory)) / str(step),
+                            fix="retrain, or restore the folder from a copy") from None
         return restored.params
 
     def wait(self) -> None:
-        """Blocks until pending asynchronous writes are on disk."""
-        self._latest.wait_until_finished()
-        self._best.wait_until_finished()
+        """Blocks until pending asynchronous writes are on disk, and seals them."""
+        self._seal(self._latest)
+        self._seal(self._best)
 
     def close(self) -> None:
+        """Waits for (and seals) pending writes, then releases orbax's resources."""
+        self.wait()
         self._latest.close()
         self._best.close()
 
@@ -158,7 +325,7 @@ def load_trained_encoder(workdir: str | os.PathLike
     config = load_config(workdir)
     vocab = Vocabulary.load(Path(workdir) / VOCAB_FILE, lowercase=config.data.lowercase)
     checkpoints = Checkpoints(workdir, keep=config.checkpoint.keep,
-                              best_k=config.checkpoint.best_k)
+                              best_k=config.checkpoint.best_k, repair=False)
     try:
         params = checkpoints.restore_best_params()
     finally:

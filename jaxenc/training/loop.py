@@ -12,14 +12,19 @@ one such training run:
 - saves the full state every `checkpoint.every` steps (0: at every evaluation) and resumes from
   the latest checkpoint in `workdir` automatically: params, optimiser state, step, RNG key and the
   data position (epoch, batch index), so a resumed run continues exactly like an uninterrupted one;
-- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput.
+- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput;
+- a step whose loss or gradient norm is nan or inf stops the run with one line naming it
+  (`train.nonfinite="stop"`: the last good checkpoint stays the latest) or has its update skipped
+  (`"skip"`); a dev evaluation that is not finite never becomes a best checkpoint.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +45,7 @@ from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabular
 from jaxenc.data.packing import PackingConfig
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError
+from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import Task, build_task
 from jaxenc.training import checkpointing, report
@@ -66,6 +71,7 @@ log = logging.getLogger(__name__)
 PHRASE_DATASETS = ("sst5_phrases",)
 
 EVAL_SPLITS = ("dev", "test")
+NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -79,6 +85,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if config.task.dataset not in registry.DATASETS:
         raise ConfigError(f"unknown dataset {config.task.dataset!r} (fix: set "
                           f"--config.task.dataset to one of {', '.join(registry.DATASETS)})")
+    if config.train.nonfinite not in NONFINITE_POLICIES:
+        raise ConfigError(f"train.nonfinite={config.train.nonfinite!r} (fix: set "
+                          f"--config.train.nonfinite to one of {', '.join(NONFINITE_POLICIES)})")
 
 
 # ----------------------------------------------------------------------------- data
@@ -126,6 +135,10 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
         kept = [e for e in examples if _has_target(e, info.kind)]
         if len(kept) < len(examples):
             log.info("%s: dropped %d examples without a target", name, len(examples) - len(kept))
+        if not kept:
+            raise DataError(f"dataset {info.name!r} has no {name} examples with a target",
+                            fix=f"a split carved from train needs more train examples or a "
+                                f"larger --config.task.{name}_fraction")
         splits[name] = kept
     return splits
 
@@ -167,7 +180,8 @@ def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.Conf
                   seed: int, *, packing: PackingConfig | None = None, groups: int = 1,
                   train_cfg: ml_collections.ConfigDict | None = None) -> dict[str, Batcher]:
     """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
-    extended so that no evaluation example is dropped.
+    extended so that no evaluation example is dropped. ConfigError when data.max_length leaves
+    no training example.
 
     packing: the encoder's phrase packing plan (StructureNeeds.packing), planned over the epochs
     the run will take (from `train_cfg`) with `groups` = the number of data shards.
@@ -175,22 +189,32 @@ def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.Conf
     train_args = dict(batch_size=data_cfg.batch_size, shuffle=True, seed=seed,
                       buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
                       max_length=data_cfg.max_length)
-    train_packing = eval_packing = None
+    batchers = {"train": Batcher(features["train"], **train_args)}
+    if batchers["train"].num_batches == 0:
+        shortest = min(map(_length, features["train"]))
+        raise ConfigError(f"data.max_length={data_cfg.max_length} is below every training "
+                          f"example (the shortest has {shortest} tokens) (fix: set "
+                          f"--config.data.max_length to {shortest} or more; longer examples are "
+                          "dropped)")
+    eval_packing = None
     if packing is not None:
         epochs = train_cfg.epochs
         if train_cfg.num_steps:
-            batches = Batcher(features["train"], **train_args).num_batches
-            epochs = -(-train_cfg.num_steps // batches)
-        train_packing = dataclasses.replace(packing, groups=groups, epochs=max(epochs, 1))
+            epochs = -(-train_cfg.num_steps // batchers["train"].num_batches)
+        batchers["train"] = Batcher(features["train"], **train_args, packing=dataclasses.replace(
+            packing, groups=groups, epochs=max(epochs, 1)))
         eval_packing = dataclasses.replace(packing, groups=groups, epochs=1)
-    batchers = {"train": Batcher(features["train"], packing=train_packing, **train_args)}
     for split in EVAL_SPLITS:
-        longest = max(len(value) for example in features[split]
-                      for key, value in example.items() if key.endswith("/tokens"))
+        longest = max(map(_length, features[split]))
         buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
         batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
                                   buckets=buckets, shuffle=False, packing=eval_packing)
     return batchers
+
+
+def _length(features: dict[str, np.ndarray]) -> int:
+    """The token count of an example's longest sentence (special tokens included)."""
+    return max(len(value) for key, value in features.items() if key.endswith("/tokens"))
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -240,13 +264,15 @@ class Position:
 
     def record_evaluation(self, step: int, score: float, patience: int, best_k: int) -> bool:
         """Updates the best scores and the early-stopping counter (patience 0: never stops);
-        True when `score` is among the `best_k` best so far (its parameters are worth keeping)."""
-        if not self.top_scores or score > self.top_scores[0]:
+        True when `score` is among the `best_k` best so far (its parameters are worth keeping).
+        A score that is nan or inf counts as no improvement and is never kept."""
+        finite = math.isfinite(score)
+        if finite and (not self.top_scores or score > self.top_scores[0]):
             self.best_step, self.evals_since_best = step, 0
         else:
             self.evals_since_best += 1
         self.stopped = 0 < patience <= self.evals_since_best
-        if len(self.top_scores) == best_k and score <= self.top_scores[-1]:
+        if not finite or (len(self.top_scores) == best_k and score <= self.top_scores[-1]):
             return False
         self.top_scores = sorted([*self.top_scores, score], reverse=True)[:best_k]
         return True
@@ -325,34 +351,75 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
 
 
 class _TrainLog:
-    """Averages the step statistics between log points and measures training throughput
-    (evaluation time excluded); writes "train" records and updates the progress bar."""
+    """Averages the step statistics between log points, measures training throughput
+    (evaluation time excluded) and finds the steps whose statistics are not finite; writes
+    "train" records (over the steps not skipped) and updates the progress bar."""
 
     def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position):
         self.metrics_log, self.bar, self.position = metrics_log, bar, position
-        self.pending: list[dict[str, jax.Array]] = []
+        self.pending: list[tuple[int, dict[str, jax.Array]]] = []  # (step, its statistics)
+        self.checked, self.skipped = 0, set()
         self.examples = 0.0
         self.restart_clock()
 
     def restart_clock(self) -> None:
         self.start = time.perf_counter()
 
-    def add(self, stats: dict[str, jax.Array], examples: float) -> None:
-        self.pending.append(stats)
+    def add(self, step: int, stats: dict[str, jax.Array], examples: float) -> None:
+        self.pending.append((step, stats))
         self.examples += examples
         self.bar.update(1)
 
+    def nonfinite(self) -> list[tuple[int, dict[str, float]]]:
+        """(step, statistics) of the steps added since the last call whose loss or gradient
+        norm is nan or inf; they are left out of the next record. Waits for those steps."""
+        new = jax.device_get(self.pending[self.checked:])
+        self.checked = len(self.pending)
+        bad = [(step, stats) for step, stats in new
+               if not all(np.isfinite(value) for value in stats.values())]
+        self.skipped.update(step for step, _ in bad)
+        return bad
+
     def flush(self, step: int) -> None:
-        stats = jax.device_get(self.pending)
-        means = {key: float(np.mean([s[key] for s in stats])) for key in stats[0]}
+        entries = jax.device_get(self.pending)
+        stats = [values for at, values in entries if at not in self.skipped]
         seconds = time.perf_counter() - self.start
         self.position.train_seconds += seconds
-        means["examples_per_second"] = self.examples / max(seconds, 1e-9)
-        self.metrics_log.write(step, "train", {"epoch": self.position.epoch, **means})
-        self.bar.set_postfix(loss=f"{means['loss']:.4f}",
-                             ex_per_s=f"{means['examples_per_second']:.0f}")
-        self.pending, self.examples = [], 0.0
+        record = {"epoch": self.position.epoch}
+        if len(stats) < len(entries):
+            record["skipped_steps"] = len(entries) - len(stats)
+        if stats:  # else the record holds the count of skipped steps only
+            record.update({key: float(np.mean([s[key] for s in stats])) for key in stats[0]})
+            record["examples_per_second"] = self.examples / max(seconds, 1e-9)
+            self.bar.set_postfix(loss=f"{record['loss']:.4f}",
+                                 ex_per_s=f"{record['examples_per_second']:.0f}")
+        self.metrics_log.write(step, "train", record)
+        self.pending, self.checked, self.skipped, self.examples = [], 0, set(), 0.0
         self.restart_clock()
+
+
+def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
+                      checkpoints: checkpointing.Checkpoints) -> None:
+    """Steps whose loss or gradient norm is not finite: logged when `policy` is "skip" (the
+    train step kept the state), else NonFiniteError naming the first, once the checkpoints
+    written before it are on disk (none is written after it)."""
+    if not bad:
+        return
+    if policy == "skip":
+        steps = [step for step, _ in bad]
+        log.warning("skipped the updates of %d step(s) whose loss or gradient norm is not finite "
+                    "(train.nonfinite=skip): %s", len(steps), ", ".join(map(str, steps)))
+        return
+    step, stats = bad[0]
+    checkpoints.wait()
+    latest = checkpoints.latest_step()
+    kept = (f"the latest checkpoint (step {latest}) is the last good one" if latest is not None
+            else "no checkpoint was saved before it")
+    raise NonFiniteError(
+        f"step {step}: training loss {stats['loss']}, gradient norm {stats['grad_norm']}; "
+        f"stopped, {kept} (fix: lower --config.optim.learning_rate or set "
+        "--config.optim.clip_norm, check the data and word vectors for nan/inf, or rerun with "
+        "--config.train.nonfinite=skip to skip such steps)")
 
 
 def fit(setup: Setup, state: TrainState, position: Position,
@@ -364,7 +431,8 @@ def fit(setup: Setup, state: TrainState, position: Position,
     total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
     eval_every = train_cfg.eval_every or batcher.num_batches
     checkpoint_every = config.checkpoint.every or eval_every
-    train_step = make_train_step(setup.model, task, setup.tx, mesh)
+    train_step = make_train_step(setup.model, task, setup.tx, mesh,
+                                 skip_nonfinite=train_cfg.nonfinite == "skip")
     eval_step = make_eval_step(setup.model, task, mesh)
     metrics_log = report.MetricsLog(setup.workdir / report.METRICS_FILE)
     step = int(state.step)
@@ -373,33 +441,49 @@ def fit(setup: Setup, state: TrainState, position: Position,
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
                     disable=None if train_cfg.progress_bar else True)
     train_log = _TrainLog(metrics_log, bar, position)
-    while step < total_steps and not position.stopped:
-        for batch in batcher.epoch(position.epoch, position.batch):
-            state, stats = train_step(state, shard_batch(batch, mesh))
-            step, position.batch = step + 1, position.batch + 1
-            train_log.add(stats, float(batch["weight"].sum()))
-            if step % train_cfg.log_every == 0 or step == total_steps:
-                train_log.flush(step)
-            if step % eval_every == 0 or step == total_steps:
-                dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, mesh)
-                metrics_log.write(step, "dev", dev)
-                bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
-                score = dev[task.primary_metric]
-                if position.record_evaluation(step, score, train_cfg.patience,
-                                              config.checkpoint.best_k):
-                    checkpoints.save_best(state, score, {"step": step, **dev})
-                train_log.restart_clock()
-            if step % checkpoint_every == 0 or step == total_steps or position.stopped:
-                checkpoints.save(state, dataclasses.asdict(position))
-            if step >= total_steps or position.stopped:
-                break
-        else:
-            position.epoch, position.batch = position.epoch + 1, 0
-    bar.close()
+    with contextlib.closing(bar):
+        while step < total_steps and not position.stopped:
+            for batch in batcher.epoch(position.epoch, position.batch):
+                state, stats = train_step(state, shard_batch(batch, mesh))
+                step, position.batch = step + 1, position.batch + 1
+                train_log.add(step, stats, float(batch["weight"].sum()))
+                last = step == total_steps
+                record = step % train_cfg.log_every == 0 or last
+                evaluation = step % eval_every == 0 or last
+                save = step % checkpoint_every == 0 or last
+                if record or evaluation or save:  # nothing non-finite may reach them
+                    _handle_nonfinite(train_log.nonfinite(), train_cfg.nonfinite, checkpoints)
+                if record:
+                    train_log.flush(step)
+                if evaluation:
+                    _evaluate_dev(setup, eval_step, state, step, checkpoints, train_log)
+                if save or position.stopped:
+                    checkpoints.save(state, dataclasses.asdict(position))
+                if step >= total_steps or position.stopped:
+                    break
+            else:
+                position.epoch, position.batch = position.epoch + 1, 0
     if position.stopped:
         log.info("early stopping at step %d: no dev improvement in %d evaluations", step,
                  train_cfg.patience)
     return state, position, train_step._cache_size()
+
+
+def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: int,
+                  checkpoints: checkpointing.Checkpoints, train_log: _TrainLog) -> None:
+    """Evaluates on dev (not timed as training), records it, and keeps the params when they
+    are among the best."""
+    config, task, position = setup.config, setup.task, train_log.position
+    dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
+    train_log.metrics_log.write(step, "dev", dev)
+    train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
+    score = dev[task.primary_metric]
+    if not math.isfinite(score):
+        log.warning("step %d: dev %s is %s, never a best checkpoint", step, task.primary_metric,
+                    score)
+    if position.record_evaluation(step, score, config.train.patience, config.checkpoint.best_k):
+        checkpoints.save_best(state, score, {"step": step, **dev})
+    train_log.restart_clock()
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
@@ -411,7 +495,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     `splits` are the examples when already loaded (`run` shares them with the baselines)."""
     workdir = Path(workdir)
     validate(config)
-    checkpointing.check_compatible(workdir, config)
+    changes = checkpointing.check_compatible(workdir, config)
     setup = prepare(config, workdir, make_mesh() if mesh is None else mesh,
                     load_splits(config) if splits is None else splits)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
@@ -422,6 +506,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         state, position = restored[0], Position(**restored[1])
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
+    if jax.process_index() == 0:
+        report.MetricsLog(workdir / report.METRICS_FILE).drop_after(int(state.step))
+        if changes:
+            checkpointing.record_changes(workdir, config, changes)
+            log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
+                f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
     state, position, compiled = fit(setup, state, position, checkpoints)
 

@@ -10,6 +10,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from jaxenc.errors import DataError
+from jaxenc.files import write_text_atomic
+
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
 CURVES_FILE = "curves.png"
@@ -18,8 +21,8 @@ CURVES_FILE = "curves.png"
 class MetricsLog:
     """Appends one JSON object per line (`{"step", "split", <metrics>...}`) to a file.
 
-    A resumed run appends to the same file, so steps between the last checkpoint and a crash
-    appear twice; `read_metrics(..., latest=True)` keeps the last record of each (split, step).
+    A resumed run first drops what came after its checkpoint (`drop_after`), so every step has
+    exactly one record of each split.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -31,6 +34,15 @@ class MetricsLog:
         with self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
 
+    def drop_after(self, step: int) -> None:
+        """Keeps the train and dev records up to `step` only: a run resumed from its checkpoint
+        at `step` writes the later ones, and its test record, again."""
+        if not self.path.is_file():
+            return
+        kept = [record for record in read_metrics(self.path, latest=False)
+                if record["split"] != "test" and record["step"] <= step]
+        write_text_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
+
 
 def _plain(value: Any) -> Any:
     """numpy / jax scalars -> Python numbers, for JSON."""
@@ -39,13 +51,28 @@ def _plain(value: Any) -> Any:
 
 def read_metrics(path: str | os.PathLike, split: str | None = None,
                  latest: bool = True) -> list[dict]:
-    """Records of `split` (all splits when None) in step order; with `latest`, one per step."""
-    records = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Records of `split` (all splits when None) in step order; with `latest`, one per step.
+    A line that is not a JSON record is a DataError naming it."""
+    records = [_record(path, number, line)
+               for number, line in enumerate(Path(path).read_text().splitlines(), start=1)
+               if line.strip()]
     if split is not None:
         records = [r for r in records if r["split"] == split]
     if latest:
         records = list({(r["split"], r["step"]): r for r in records}.values())
     return sorted(records, key=lambda r: r["step"]) if latest else records
+
+
+def _record(path: str | os.PathLike, number: int, line: str) -> dict:
+    """One metrics.jsonl line as a dict with "step" and "split"."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict) or not {"step", "split"} <= record.keys():
+        raise DataError("not a JSON record with step and split", path=path, line=number,
+                        fix="delete the line (a run killed while writing it leaves it cut short)")
+    return record
 
 
 def _cell(value: Any) -> str:
@@ -80,7 +107,7 @@ def curves_figure(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str) 
     figure = Figure(figsize=(10, 4), layout="constrained")
     loss_axis, metric_axis = figure.subplots(1, 2)
     for label, records in runs.items():
-        train = [r for r in records if r["split"] == "train"]
+        train = [r for r in records if r["split"] == "train" and "loss" in r]  # not all skipped
         dev = [r for r in records if r["split"] == "dev"]
         loss_axis.plot([r["step"] for r in train], [r["loss"] for r in train], label=label)
         metric_axis.plot([r["step"] for r in dev], [r[metric] for r in dev], marker="o",

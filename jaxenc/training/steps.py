@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.experimental import multihost_utils
@@ -26,8 +27,11 @@ EvalStep = Callable[[dict, Batch], dict[str, jax.Array]]
 
 
 def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformation,
-                    mesh: Mesh) -> TrainStep:
-    """(state, batch) -> (next state, {"loss", "grad_norm"}); dropout key fold_in(rng, step)."""
+                    mesh: Mesh, skip_nonfinite: bool = False) -> TrainStep:
+    """(state, batch) -> (next state, {"loss", "grad_norm"}); dropout key fold_in(rng, step).
+
+    With `skip_nonfinite`, a step whose loss or gradient norm is nan or inf keeps the params and
+    optimiser state it was given (only the step counter advances)."""
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         dropout_key = jax.random.fold_in(state.rng, state.step)
@@ -38,11 +42,15 @@ def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformati
             return task.loss(outputs, batch)
 
         loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        grad_norm = optax.tree.norm(grads)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
-        next_state = state.replace(step=state.step + 1,
-                                   params=optax.apply_updates(state.params, updates),
-                                   opt_state=opt_state)
-        return next_state, {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+        params = optax.apply_updates(state.params, updates)
+        if skip_nonfinite:
+            finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
+            params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+        next_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+        return next_state, {"loss": loss, "grad_norm": grad_norm}
 
     return jax.jit(train_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
                    out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)

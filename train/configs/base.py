@@ -18,7 +18,9 @@ Sections:
               0 = off) and the optimiser's constants
   train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
               log_every, seed, patience (evaluations without improvement, 0 = off),
-              progress_bar, distributed (jax.distributed.initialize() for multi-host runs)
+              progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
+              nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
+              "skip" its update)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
   baselines   name -> model section; each is trained on the same task and reported beside
 """
@@ -90,7 +92,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
-        progress_bar=True, distributed=False))
+        progress_bar=True, distributed=False, nonfinite="stop"))
 
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 

@@ -1,0 +1,72 @@
+"""Every command-line entry point reports bad input (a JaxencError) in one line, exit status 2."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxenc import cli
+from jaxenc.errors import DataError, JaxencError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_reports_errors_prints_one_line_and_exits_2(capsys):
+    @cli.reports_errors
+    def main(value: int) -> int:
+        if value < 0:
+            raise DataError("negative value", path="f.txt", line=3, fix="use 1")
+        if value == 0:
+            raise JaxencError("a message\n  of two lines")
+        return value
+
+    assert main(4) == 4
+    for value, message in [(-1, "f.txt:3: negative value (fix: use 1)"),
+                           (0, "a message of two lines")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(value)
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err == f"error: {message}\n"
+
+
+def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=180, env=env)
+
+
+def _broken_run(tmp_path: Path) -> Path:
+    """A run directory whose metrics.jsonl ends in a line cut short (a killed writer)."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "config.json").write_text('{"model": {"name": "bag"}, "task": {"dataset": "trec"},'
+                                         ' "train": {"seed": 0}}\n')
+    (workdir / "metrics.jsonl").write_text('{"step": 1, "split": "dev", "accuracy": 0.5}\n'
+                                           '{"step": 1, "split": "te')
+    return workdir
+
+
+@pytest.mark.parametrize("command, expected", [
+    (["-m", "eval.transfer", "--encoder", "bag:{tmp}/missing.txt", "--tasks", "MR", "--out",
+      "{tmp}/out"], "missing.txt: word vectors file not found"),
+    (["-m", "jaxenc.structures.stats", "--trees", "{tmp}/missing.txt"],
+     "missing.txt: file not found"),
+    (["-m", "train.compare", "{run}"], "metrics.jsonl:2: not a JSON record"),
+    (["bench/bench_structures.py", "--data-dir", "{tmp}/nowhere"],
+     "nowhere: data folder does not exist"),
+    (["-m", "bench.bench_parse", "--data_dir", "{tmp}"], "stsa.fine.train: file not found"),
+])
+def test_entry_points_report_data_errors_in_one_line(tmp_path, command, expected):
+    args = [part.format(tmp=tmp_path, run=_broken_run(tmp_path) if "{run}" in part else "")
+            for part in command]
+    result = _run(*args)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert expected in lines[0]
+
+
+def test_a_data_error_is_one_line_whatever_its_parts_hold():
+    error = DataError("name 'a\nb\u2028c' is odd", path="dir\r/f.txt", line=2, fix="x\x85y")
+    assert str(error) == "dir\\r/f.txt:2: name 'a\\nb\\u2028c' is odd (fix: x\\x85y)"
+    assert len(str(error).splitlines()) == 1
