@@ -1,4 +1,4 @@
-"""Transfer evaluation of frozen sentence encoders (the SentEval protocol, in JAX).
+"""Repository entry point of the transfer evaluation: `python -m eval.transfer --help`.
 
-`python -m eval.transfer --help`; `eval.transfer.run_transfer(encoder, tasks, data_dir, out_dir)`.
+The library code lives in `jaxenc.evaluation` (installed users: the `jaxenc-eval` command).
 """

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import DataError
-from jaxenc.training import checkpointing
+from jaxenc.training import checkpointing, compare
 from jaxenc.training.report import MetricsLog
-from train import compare
 from train.configs import base
 
 

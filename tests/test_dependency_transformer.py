@@ -199,8 +199,8 @@ def test_relation_vocabulary_must_fit_the_table(tmp_path):
 
 
 def test_a_training_run_saves_its_relations_and_encodes_with_them(tmp_path):
-    from eval.encoders import CheckpointEncoder
     from jaxenc.data.synthetic import generate
+    from jaxenc.evaluation.encoders import CheckpointEncoder
     from jaxenc.training import loop
 
     config = base.get_config("dependency_transformer,synthetic")

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval.folds import held_out_masks, stratified_fold_ids
+from jaxenc.evaluation.folds import held_out_masks, stratified_fold_ids
 
 
 @st.composite

@@ -6,8 +6,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from eval.folds import held_out_masks, stratified_fold_ids
-from eval.logreg import (
+from jaxenc.evaluation.folds import held_out_masks, stratified_fold_ids
+from jaxenc.evaluation.logreg import (
     L2_GRID,
     cross_validate_then_test,
     fit_predict,

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from eval.encoders import BagOfEmbeddings
-from eval.sts import cosine_similarity, score_subset, summarize
-from eval.transfer import run_transfer
 from jaxenc.data.sts import SUBSETS, YEAR_FOLDERS
+from jaxenc.evaluation.encoders import BagOfEmbeddings
+from jaxenc.evaluation.sts import cosine_similarity, score_subset, summarize
+from jaxenc.evaluation.transfer import run_transfer
 
 DIM = 4
 

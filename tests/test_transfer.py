@@ -6,19 +6,19 @@ import math
 import numpy as np
 import pytest
 
-from eval import transfer
-from eval.encoders import (
+from jaxenc.data.records import Sentence
+from jaxenc.errors import ConfigError, DataError
+from jaxenc.evaluation import transfer
+from jaxenc.evaluation.encoders import (
     BagOfEmbeddings,
     CheckpointEncoder,
     EmbeddingCache,
     SentenceEncoder,
     load_encoder,
 )
-from eval.paper_results import PAPER_RESULTS, SENTEVAL_TEST_SIZES
-from eval.relatedness import fit_relatedness, score_distribution
-from eval.report import averages, render_markdown, write_report
-from jaxenc.data.records import Sentence
-from jaxenc.errors import ConfigError, DataError
+from jaxenc.evaluation.paper_results import PAPER_RESULTS, SENTEVAL_TEST_SIZES
+from jaxenc.evaluation.relatedness import fit_relatedness, score_distribution
+from jaxenc.evaluation.report import averages, render_markdown, write_report
 
 GLOVE = ("glove_subsets/glove.6B.50d.first2446.txt", "glove_subsets/glove.6B.50d.subset5403.txt")
 

@@ -1,1 +1,2 @@
-"""Training entry point (`python -m train.main`) and its ml_collections configs."""
+"""Repository entry points (`python -m train.main`, `python -m train.compare`) and the
+ml_collections configs (train/configs/); the code lives in `jaxenc.training`."""

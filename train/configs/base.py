@@ -1,101 +1,10 @@
-"""Shared defaults, one preset per model and per task; every other config starts here.
+"""Defaults for every config: `get_config("MODEL,DATASET")` from `jaxenc.configs` (the library
+holds them so that installed users and `jaxenc-compare` have them too).
 
   python -m train.main --config=train/configs/base.py:MODEL,DATASET --workdir=DIR
   e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
-
-Sections:
-  model       name + the encoder's hyperparameters: the fields of its config class (e.g.
-              jaxenc.models.disan.DiSANConfig), whose defaults are the paper's values
-  task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
-              train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
-  data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
-              TFDS builder, built there once from data_dir or a download), batch sizes,
-              buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
-              (GloVe text files, comma-separated, earlier files win) + oov policy,
-              freeze_embeddings, phrase_repeats (SST phrase oversampling)
-  optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
-              warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
-              0 = off) and the optimiser's constants
-  train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
-              log_every, seed, patience (evaluations without improvement, 0 = off),
-              progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
-              nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
-              "skip" its update)
-  checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
-  baselines   name -> model section; each is trained on the same task and reported beside
 """
 
-from __future__ import annotations
+from jaxenc.configs import get_config, model_config
 
-import os
-
-import ml_collections
-
-from jaxenc.models import registry
-from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
-
-# Datasets that ship gold trees of each kind: a model whose structure fields need only kinds the
-# dataset has reads its gold trees (its `parser` option becomes "gold").
-GOLD_TREES = {
-    CONSTITUENCY: ("synthetic", "sst5_trees", "sst2_trees", "sst5_phrases", "snli",
-                   "ptb_sample"),
-    DEPENDENCY: ("synthetic", "ud_ewt"),
-}
-
-# Per-dataset task options that differ from the defaults in `get_config`.
-TASK_PRESETS = {
-    "sick_e": dict(head=dict(pair_features="|u-v|,u*v")),     # SentEval's pair features
-    "mrpc": dict(head=dict(pair_features="|u-v|,u*v")),
-    "snli": dict(head=dict(pair_features="u,v,u-v,u*v")),     # DiSAN / PSAN NLI classifier
-}
-
-
-def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
-    """The model section for encoder `name`: the defaults of its config class (the paper's
-    hyperparameters, jaxenc.models.<name>) with `overrides`, validated."""
-    return ml_collections.ConfigDict(registry.preset(name, **overrides))
-
-
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    """Defaults; `arg` "MODEL,DATASET" picks the model preset and the task's dataset."""
-    model, dataset = (arg or "bag,trec").split(",")
-    config = ml_collections.ConfigDict()
-    config.model = model_config(model)
-    kinds = {FIELD_TREES[field] for field in registry.structure_spec(config.model).fields}
-    if "parser" in config.model and kinds and all(dataset in GOLD_TREES[k] for k in kinds):
-        config.model.parser = "gold"
-
-    config.task = ml_collections.ConfigDict(dict(
-        dataset=dataset, dev_fraction=0.1, test_fraction=0.1,
-        head=dict(
-            hidden_dims=(300,), activation="elu", dropout_rate=0.0,
-            pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
-            relatedness_hidden_dim=50,        # Tai et al. (2015)
-            decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
-                         label_smoothing=0.1),
-        )))
-    config.task.update_from_flattened_dict(
-        {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
-
-    config.data = ml_collections.ConfigDict(dict(
-        data_dir=os.environ.get("JAXENC_DATA_DIR", ""), tfds_dir="", batch_size=64,
-        eval_batch_size=128,
-        bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
-        embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
-        # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
-        # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
-        phrase_repeats=1))
-
-    config.optim = ml_collections.ConfigDict(dict(
-        name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
-        rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0))
-
-    config.train = ml_collections.ConfigDict(dict(
-        num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
-        progress_bar=True, distributed=False, nonfinite="stop"))
-
-    config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
-
-    config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
-    config.baselines = ml_collections.ConfigDict()
-    return config
+__all__ = ["get_config", "model_config"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.paper_results import AVERAGE_SETS, PAPER_RESULTS, SENTEVAL_TEST_SIZES
-from eval.sts import partial_note
+from jaxenc.evaluation.paper_results import AVERAGE_SETS, PAPER_RESULTS, SENTEVAL_TEST_SIZES
+from jaxenc.evaluation.sts import partial_note
 from jaxenc.files import write_text_atomic
 
 RELATEDNESS_TASKS = ("SICKR", "STSB")

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from eval.folds import held_out_masks, stratified_fold_ids
+from jaxenc.evaluation.folds import held_out_masks, stratified_fold_ids
 
 L2_GRID = tuple(10.0**exponent for exponent in range(-5, 0))
 SEED = 1111

@@ -1,0 +1,298 @@
+"""Transfer evaluation of a frozen sentence encoder on the SentEval tasks, in JAX (no PyTorch/CUDA).
+
+    python -m eval.transfer --encoder bag:glove.txt --tasks MR,TREC,SICKR --data_dir DIR --out DIR
+
+or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (heads_and_eval.md):
+
+- MR, CR, SUBJ, MPQA: logistic regression, nested stratified 10-fold CV (inner folds choose L2).
+- TREC (6 coarse classes), MRPC (accuracy and F1): 10-fold CV on train chooses L2, refit, test.
+- SST2, SST5, SICKE: L2 chosen on dev, test once.
+- SICKR, STSB: the Tai et al. relatedness head, early stopping on dev Pearson, test
+  Pearson / Spearman / MSE.
+- STS12..STS16: cosine similarity, Pearson and Spearman per subset, mean and size-weighted mean.
+
+Pair tasks (MRPC, SICKE) classify [|u - v|, u * v]. Seeds are fixed (1111, as SentEval). A task
+whose data folder is absent is reported as skipped; an STS year lacking some subset files is
+evaluated on the others and marked partial. A task that fails (bad data, sentence vectors that
+are not finite) is reported as failed and the others still run; the report is rewritten as each
+task finishes, and the command exits with status 2 naming the failures. Sentence vectors are
+cached per encoder, task and split (default OUT/cache), so a second run only re-fits the
+classifiers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jaxenc import cli
+from jaxenc.data import paths, registry, sts
+from jaxenc.data.records import Example
+from jaxenc.errors import ConfigError, DataError, JaxencError
+from jaxenc.evaluation.encoders import EmbeddingCache, SentenceEncoder, load_encoder
+from jaxenc.evaluation.logreg import (
+    ClassifierScore,
+    cross_validate_then_test,
+    nested_cross_validation,
+    select_on_dev,
+)
+from jaxenc.evaluation.relatedness import fit_relatedness
+from jaxenc.evaluation.report import render_markdown, write_report
+from jaxenc.evaluation.sts import score_subset, summarize
+from jaxenc.tasks.metrics import binary_f1
+
+log = logging.getLogger(__name__)
+
+SEED = 1111
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferTask:
+    """A SentEval task: the registry dataset it reads and how it is evaluated.
+
+    protocol: "nested_cv", "cv_then_test" or "dev" (logistic regression, eval/logreg.py),
+    "relatedness" (eval/relatedness.py) or "sts" (eval/sts.py).
+    """
+
+    dataset: str
+    protocol: str
+    report_f1: bool = False
+
+
+TASKS: dict[str, TransferTask] = {
+    "MR": TransferTask("mr", "nested_cv"),
+    "CR": TransferTask("cr", "nested_cv"),
+    "SUBJ": TransferTask("subj", "nested_cv"),
+    "MPQA": TransferTask("mpqa", "nested_cv"),
+    "SST2": TransferTask("sst2", "dev"),
+    "SST5": TransferTask("sst5", "dev"),
+    "TREC": TransferTask("trec", "cv_then_test"),
+    "MRPC": TransferTask("mrpc", "cv_then_test", report_f1=True),
+    "SICKE": TransferTask("sick_e", "dev"),
+    "SICKR": TransferTask("sick_r", "relatedness"),
+    **{f"STS{year}": TransferTask(f"sts{year}", "sts") for year in range(12, 17)},
+    "STSB": TransferTask("stsb", "relatedness"),
+}
+
+
+def task_names(names: str | Sequence[str]) -> list[str]:
+    """Canonical task names ("sick-r, mr" -> ["SICKR", "MR"]); ConfigError on unknown ones."""
+    if isinstance(names, str):
+        names = names.split(",")
+    canonical = [name.strip().upper().replace("-", "").replace("_", "") for name in names]
+    canonical = [name for name in canonical if name]
+    unknown = [name for name in canonical if name not in TASKS]
+    if unknown or not canonical:
+        raise ConfigError(f"unknown transfer task(s) {unknown or names} (fix: choose from "
+                          f"{','.join(TASKS)})")
+    return canonical
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What every task evaluation needs: the encoder, its cache, the data root, the seed."""
+
+    encoder: SentenceEncoder
+    cache: EmbeddingCache
+    data_root: Path
+    seed: int
+
+    def vectors(self, task: str, split: str) -> tuple[list[Example], list[np.ndarray]]:
+        """(examples, [u] or [u, v]): float32[N, D] per sentence role, encoded in one call."""
+        examples = registry.load(TASKS[task].dataset, split, self.data_root)
+        roles = len(examples[0].sentences)
+        sentences = [example.sentences[role] for role in range(roles) for example in examples]
+        encoded = self.cache.encode(self.encoder, sentences, task, split)
+        self._check_finite(encoded, examples, task, split)
+        return examples, np.split(encoded, roles)
+
+    def _check_finite(self, encoded: np.ndarray, examples: list[Example], task: str,
+                      split: str) -> None:
+        """DataError naming the encoder, the task and the first sentence whose vector holds
+        nan or inf (a classifier fitted on them reports chance as if it were a result)."""
+        bad = np.flatnonzero(~np.isfinite(encoded).all(axis=1))
+        if bad.size:
+            raise DataError(
+                f"encoder {self.encoder.name} gave sentence vectors that are not finite for "
+                f"{bad.size} of {len(encoded)} {task} {split} sentences (this one first)",
+                path=examples[bad[0] % len(examples)].uid or None,
+                fix="check the encoder's weights and word vectors for nan/inf or overflow")
+
+    def classifier_inputs(self, task: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+        """(features float32[N, F], labels int32[N]); pairs give [|u - v|, u * v]."""
+        examples, vectors = self.vectors(task, split)
+        if len(vectors) == 2:
+            u, v = vectors
+            vectors = [np.abs(u - v), u * v]
+        return np.concatenate(vectors, axis=1), np.array([e.label for e in examples], np.int32)
+
+    def scored_pairs(self, task: str, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(u, v, gold scores float32[N]) of a relatedness split."""
+        examples, (u, v) = self.vectors(task, split)
+        return u, v, np.array([e.score for e in examples], np.float32)
+
+
+def _classification(run: _Run, task: str) -> dict:
+    """Test accuracy (and F1), dev accuracy and chosen L2 of the task's logistic regression."""
+    spec = TASKS[task]
+    num_classes = registry.DATASETS[spec.dataset].num_classes
+    if spec.protocol == "nested_cv":
+        features, labels = run.classifier_inputs(task, "all")
+        test_labels = labels
+        score: ClassifierScore = nested_cross_validation(features, labels,
+                                                         num_classes=num_classes, seed=run.seed)
+    elif spec.protocol == "cv_then_test":
+        train, test = run.classifier_inputs(task, "train"), run.classifier_inputs(task, "test")
+        test_labels = test[1]
+        score = cross_validate_then_test(*train, *test, num_classes=num_classes, seed=run.seed)
+    else:
+        splits = [run.classifier_inputs(task, split) for split in ("train", "dev", "test")]
+        test_labels = splits[2][1]
+        score = select_on_dev(*splits, num_classes=num_classes)
+    metrics = {"accuracy": score.test_accuracy, "dev_accuracy": score.dev_accuracy,
+               "l2": list(score.l2), "num_test": len(test_labels)}
+    if spec.report_f1:
+        metrics["f1"] = 100.0 * binary_f1(score.test_predictions, test_labels)
+    return metrics
+
+
+def _relatedness(run: _Run, task: str) -> dict:
+    """Test Pearson / Spearman / MSE of the relatedness head, early-stopped on dev."""
+    info = registry.DATASETS[TASKS[task].dataset]
+    train, dev, test = (run.scored_pairs(task, split) for split in ("train", "dev", "test"))
+    score = fit_relatedness(train, dev, test, score_range=info.score_range, seed=run.seed)
+    return {**dataclasses.asdict(score), "num_test": len(test[2])}
+
+
+def _sts(run: _Run, task: str) -> dict:
+    """Cosine-similarity correlations of every subset of the STS year present in its folder,
+    and their means (naming the missing subsets)."""
+    info = registry.DATASETS[TASKS[task].dataset]
+    folder = run.data_root / info.folder
+    present = [subset for subset in info.splits
+               if all(path.is_file() for path in sts.subset_files(folder, subset))]
+    if not present:
+        raise DataError(f"none of the {task} subsets ({', '.join(info.splits)}) is here",
+                        path=folder, fix="put SentEval's STS.input.<subset>.txt and "
+                        "STS.gs.<subset>.txt files in this folder")
+    missing = [subset for subset in info.splits if subset not in present]
+    if missing:
+        log.warning("%s: subsets %s missing from %s; evaluating the others", task,
+                    ", ".join(missing), folder)
+    return summarize({subset: score_subset(*run.scored_pairs(task, subset))
+                      for subset in present}, missing)
+
+
+_EVALUATORS = {"nested_cv": _classification, "cv_then_test": _classification,
+               "dev": _classification, "relatedness": _relatedness, "sts": _sts}
+
+
+def _missing_data(task: str, data_root: Path) -> str | None:
+    """Why the task cannot run (its folder is absent), or None."""
+    folder = data_root / registry.DATASETS[TASKS[task].dataset].folder
+    return None if folder.is_dir() else f"no data ({folder} not found)"
+
+
+def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tuple(TASKS),
+                 data_dir: str | os.PathLike | None = None,
+                 out_dir: str | os.PathLike | None = None, *, seed: int = SEED,
+                 cache_dir: str | os.PathLike | None = None) -> dict:
+    """Evaluates `encoder` on `tasks` and, with `out_dir`, writes the report there.
+
+    Args:
+      encoder: a SentenceEncoder, or a string for `eval.encoders.load_encoder`
+        ("bag:GLOVE_FILE[,FILE...]" or a training run directory).
+      tasks: names of TASKS (a list or a comma-separated string; case and "-" ignored).
+      data_dir: the data root (shared/data layout); None means $JAXENC_DATA_DIR.
+      out_dir: where results.json, results.md and plots/ go (nothing is written when None).
+      seed: the seed of folds, shuffles and initialisations.
+      cache_dir: sentence-vector cache; default OUT/cache (no cache without out_dir).
+
+    Returns:
+      {"encoder": name, "seed": seed, "tasks": {TASK: {"status": "ok", "seconds", "metrics"} or
+      {"status": "skipped" | "failed", "reason"}}}, in the order asked. A task fails on a
+      JaxencError (reported in its reason); any other exception propagates, the results of the
+      tasks before it already written to `out_dir`.
+    """
+    names = task_names(tasks)
+    if isinstance(encoder, str):
+        encoder = load_encoder(encoder)
+    data_root = paths.data_dir(data_dir)
+    if cache_dir is None and out_dir is not None:
+        cache_dir = Path(out_dir) / "cache"
+    run = _Run(encoder, EmbeddingCache(cache_dir), data_root, seed)
+    results = {"encoder": encoder.name, "seed": seed, "tasks": {}}
+    for task in names:
+        results["tasks"][task] = _evaluate(run, task)
+        if out_dir is not None:
+            write_report(results, out_dir, plots=[task])
+    return results
+
+
+def _evaluate(run: _Run, task: str) -> dict:
+    """One task's entry of the results: ok (metrics), skipped (no data) or failed (one line)."""
+    reason = _missing_data(task, run.data_root)
+    if reason is not None:
+        log.info("%s: skipped, %s", task, reason)
+        return {"status": "skipped", "reason": reason}
+    start = time.perf_counter()
+    try:
+        metrics = _EVALUATORS[TASKS[task].protocol](run, task)
+    except JaxencError as error:
+        log.warning("%s: failed: %s", task, error)
+        return {"status": "failed", "reason": str(error)}
+    seconds = time.perf_counter() - start
+    log.info("%s: %s (%.1f s)", task, {k: v for k, v in metrics.items()
+                                        if isinstance(v, float)}, seconds)
+    return {"status": "ok", "seconds": seconds, "metrics": metrics}
+
+
+@cli.reports_errors
+def main(argv: Sequence[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.transfer",
+        description="Evaluate a frozen sentence encoder on the SentEval transfer tasks "
+        "(logistic regression / relatedness head / cosine, as SentEval) and write "
+        "OUT/results.md, OUT/results.json and OUT/plots/<TASK>.png.",
+        epilog="Example: python -m eval.transfer --encoder bag:glove.840B.300d.txt "
+        "--tasks MR,CR,TREC,SICKR --data_dir ../shared/data --out results/bag")
+    parser.add_argument("--encoder", required=True,
+                        help="bag:GLOVE_FILE[,GLOVE_FILE...] for the mean-of-word-vectors baseline "
+                        "(several files are merged, the first having a word wins), or the "
+                        "--workdir of a python -m train.main run (its best checkpoint)")
+    parser.add_argument("--tasks", default=",".join(TASKS),
+                        help=f"comma-separated tasks (default: all): {', '.join(TASKS)}")
+    parser.add_argument("--data_dir", default=None,
+                        help="data root laid out like shared/data (default: "
+                        f"${paths.DATA_DIR_ENV}); tasks whose folder is missing are skipped")
+    parser.add_argument("--out", required=True, help="output folder for the report")
+    parser.add_argument("--cache_dir", default=None,
+                        help="sentence-vector cache folder (default: OUT/cache)")
+    parser.add_argument("--seed", type=int, default=SEED, help=f"seed (default {SEED})")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    results = run_transfer(args.encoder, args.tasks, args.data_dir, args.out, seed=args.seed,
+                           cache_dir=args.cache_dir)
+    print(render_markdown(results))
+    failed = [f"{task}: {entry['reason']}" for task, entry in results["tasks"].items()
+              if entry["status"] == "failed"]
+    if failed:
+        raise JaxencError(f"{len(failed)} of {len(results['tasks'])} tasks failed, the others' "
+                          f"results are in {args.out}: {'; '.join(failed)}")
+    return results
+
+
+def cli() -> None:
+    """The `jaxenc-eval` command (a console script's return value would be its exit status)."""
+    main()
+
+
+if __name__ == "__main__":
+    cli()
