@@ -246,7 +246,7 @@ class Batcher:
         roles = [role for role in self._roles if f"{role}/blocks" in self._keys]
         if not roles:
             raise ConfigError("phrase packing needs the structure field 'blocks' (fix: add it to "
-                              "the encoder's REQUIRED_FIELDS or drop the packing config)")
+                              "the encoder's structure_spec or drop the packing config)")
         return PhrasePacker(
             config, {role: [np.asarray(f[f"{role}/blocks"]) for f in self._features]
                      for role in roles},

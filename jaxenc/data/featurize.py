@@ -1,11 +1,12 @@
 """Example -> per-example feature dict (flat keys, natural length; docs/ARCHITECTURE.md "Batches").
 
 For every sentence role of the dataset kind (`ROLES`) the featurizer writes `<role>/tokens`
-(the encoder's `PREFIX_TOKENS` first, then the vocabulary ids) and each structure field the
-encoder lists in `REQUIRED_FIELDS`, computed by `jaxenc.structures.arrays` from the trees of the
+(the encoder's prefix tokens first, then the vocabulary ids) and each structure field the
+encoder's `structure_spec` lists (jaxenc.models.registry.structure_spec), computed by
+`jaxenc.structures.arrays` from the trees of the
 parser `model_cfg.parser` names ("gold" by default); the sentences of a `many` call are parsed
 together. Structure arrays index the words (`relations` / `levels` put the [root] node first,
-matching an encoder whose PREFIX_TOKENS is (ROOT,)). The example's target follows the kind:
+matching an encoder whose prefix tokens are (ROOT,)). The example's target follows the kind:
 `label` int32[], `score` float32[], `tags` int32[n] (-1 under prefix tokens and for tags unseen in
 training) or `target/tokens` = [BOS] w_1..w_m [EOS].
 """
@@ -114,10 +115,11 @@ class Featurizer:
       vocab: the input vocabulary.
       model_cfg: the encoder's config (options of its structure fields: `parser`, `num_levels`,
         ... as the attributes of jaxenc.structures.arrays.StructureSpec).
-      structure_fields: the encoder's REQUIRED_FIELDS.
+      structure_fields: the encoder's structure fields (StructureNeeds.fields).
       relation_vocab: relation ids of the "relations" field (`relation_vocabulary`).
       parse_cache_dir: where parser outputs are cached (None: not cached).
-      prefix: the encoder's PREFIX_TOKENS (special ids put before every sentence).
+      prefix: the encoder's prefix tokens (StructureNeeds.prefix_tokens: special ids put
+        before every sentence).
       found: bool[V] words that have a pretrained vector, when OOV words are dropped ("drop"
         policy), else None.
       target_vocab: the output vocabulary of seq2seq kinds.

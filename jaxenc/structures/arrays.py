@@ -215,7 +215,7 @@ class StructureSpec:
     """Which structure arrays to compute, from which parser, with which options.
 
     Attributes:
-      fields: structure fields (FIELD_TREES), e.g. a model's REQUIRED_FIELDS.
+      fields: structure fields (FIELD_TREES), e.g. a model's structure_spec(config).fields.
       parser: one of PARSER_NAMES.
       relation_vocab: relation ids for "relations".
       num_levels, min_split_len, binarize, division, max_distance, max_level: as
