@@ -31,6 +31,8 @@ TINY = {
     "bag": dict(embed_dim=8),
     "transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2, ff_dim=16),
     "disan": dict(embed_dim=8, hidden=6, block_size=4, blocked_threshold=16),
+    "phrase_transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2, ff_dim=16,
+                               k=3),
 }
 BATCH = 8
 ONE_TOKEN = Example(sentences=(Sentence(tokens=("good",), text="good", tree="(S (JJ good))",

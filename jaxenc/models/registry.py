@@ -24,6 +24,7 @@ ENCODERS: dict[str, str] = {
     "bag": "jaxenc.models.bag",
     "transformer": "jaxenc.models.transformer",
     "disan": "jaxenc.models.disan",
+    "phrase_transformer": "jaxenc.models.phrase_transformer",
 }
 
 
