@@ -9,7 +9,9 @@ Nodes of a sentence in bucket length L (structures.md, "PhraseTransformer: hyper
   them as zeros (`hypernode_init="zeros"`; "mean": the mean of their words' h^0);
 - [CLS] (Fig. 2): a learned vector appended after the hypernodes (no token, no position, so the
   featurizer prepends nothing and `tokens` stays aligned with the words). It takes part in
-  phase 1 only: it is a member of no phrase, Fig. 2 draws it with all-pairs edges alone.
+  phase 1 only: it is a member of no phrase, Fig. 2 draws it with all-pairs edges alone. So
+  [CLS] sees a layer's phase 2 through the next layer's phase 1 (a one-layer model's sentence
+  vector does not see phase 2 at all; the word states always do).
 Each layer (Algorithm 1, lines 4-5, with the Transformer's sublayer wrapping, `residual`):
     phase 1 (eq. 2-3): H <- LN(H + Drop(MultiHead(H)))       over all real node pairs
     phase 2 (eq. 5-7): G <- LN(G + Drop(MultiHead'(G, A)))   G = the word and hypernodes
