@@ -58,7 +58,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
             relatedness_hidden_dim=50,        # Tai et al. (2015)
             decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
-                         label_smoothing=0.1),
+                         label_smoothing=0.1,
+                         # test-split decoding for BLEU (jaxenc.tasks.decoding): 1 = greedy
+                         beam_size=4, length_penalty=0.6, max_decode_length=64),
         )))
     config.task.update_from_flattened_dict(
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
