@@ -1,12 +1,14 @@
 """PhraseTransformer (spec phrase_transformer.md): the eq. 6 adjacency the model uses against a slow
 reference (n-gram and dependency hypernodes, with padding), the sparse neighbour lists, sparse ==
 dense phase 2 (values and gradients), phase 2 against a numpy loop of eq. 5-7 for both phrase
-masks, hypernode init, dtype, config errors, and the tagger on its word states.
+masks, hypernode init, dtype, config errors, the tagger on its word states, and the POS and
+translation configs end to end on slices of the real data (skipped without it).
 
 The device-side adjacency functions themselves are checked against the subset definition in
 tests/test_structure_properties.py; here they are checked as the model uses them."""
 
 import itertools
+from pathlib import Path
 
 import chex
 import jax
@@ -16,6 +18,7 @@ import pytest
 
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, tag_index
+from jaxenc.data.records import Example
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
@@ -24,7 +27,8 @@ from jaxenc.layers.phrase_attention import WithinPhraseAttention, neighbour_mask
 from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
-from train.configs import base
+from jaxenc.training import loop, report
+from train.configs import base, phrase_transformer_multi30k_small, phrase_transformer_pos
 
 TINY = dict(embed_dim=8, model_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout_rate=0.0)
 
@@ -304,3 +308,96 @@ def test_tagger_predicts_for_real_words_only():
     noisy = dict(outputs, logits=jnp.where(padding[..., None], 1e3, outputs["logits"]))
     np.testing.assert_allclose(task.loss(noisy, batch), task.loss(outputs, batch), rtol=1e-6)
 
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def write_slice(source: Path, target: Path, lines: int) -> None:
+    target.write_text("".join(source.read_text(encoding="utf-8").splitlines(True)[:lines]),
+                      encoding="utf-8")
+
+
+def shrink(config, decoder: bool = False) -> None:
+    """Tiny widths for the model and its Transformer twin, a few steps."""
+    sizes = dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16)
+    config.model.update(sizes)
+    config.baselines.transformer.update(sizes)
+    if decoder:
+        config.task.head.decoder.update(dict(model_dim=16, num_layers=1, num_heads=2, ff_dim=16,
+                                             beam_size=2, max_decode_length=12))
+    config.data.update(dict(batch_size=8, eval_batch_size=16, max_length=32, bucket_step=32))
+    config.train.update(dict(num_steps=4, eval_every=4, log_every=2, progress_bar=False))
+
+
+def test_pos_config_trains_end_to_end_on_a_few_ud_sentences(data_root, tmp_path):
+    folder = tmp_path / "data" / "ud_english_ewt"
+    folder.mkdir(parents=True)
+    blocks = (data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu").read_text(
+        encoding="utf-8").split("\n\n")
+    for split, part in (("train", blocks[:24]), ("dev", blocks[24:32]), ("test", blocks[32:40])):
+        (folder / f"en_ewt-ud-{split}.conllu").write_text("\n\n".join(part) + "\n\n",
+                                                          encoding="utf-8")
+    config = phrase_transformer_pos.get_config()
+    shrink(config)
+    config.data.data_dir = str(tmp_path / "data")
+    rows = loop.run(config, tmp_path / "run")
+    assert [row["model"] for row in rows] == ["phrase_transformer", "transformer"]
+    for row in rows:
+        assert row["steps"] == 4 and 0.0 <= row["test accuracy"] <= 1.0
+    assert "| phrase_transformer | ud_ewt |" in (tmp_path / "run" / "results.md").read_text()
+
+
+def test_translation_config_trains_decodes_and_reports_bleu(data_root, tmp_path):
+    folder = tmp_path / "data" / "multi30k"
+    folder.mkdir(parents=True)
+    for prefix, lines in (("train", 48), ("val", 8), ("test_2016_flickr", 8)):
+        for language in ("de", "en"):
+            name = f"{prefix}.lc.norm.tok.{language}"
+            write_slice(data_root / "multi30k" / name, folder / name, lines)
+    config = phrase_transformer_multi30k_small.get_config()
+    shrink(config, decoder=True)
+    config.data.update(dict(data_dir=str(tmp_path / "data"), min_count=1))
+    rows = loop.run(config, tmp_path / "run")
+    assert [row["model"] for row in rows] == ["phrase_transformer", "transformer"]
+    for row in rows:
+        assert 0.0 <= row["test bleu"] <= 100.0
+    text = (tmp_path / "run" / "results.md").read_text()
+    assert "test bleu" in text
+    for model in ("phrase_transformer", "transformer"):
+        assert f"{model}: sacrebleu (beam 2, length penalty 0.6, 8 test sentences): BLEU = " \
+            in text
+    test_record = report.read_metrics(tmp_path / "run" / report.METRICS_FILE, "test")[-1]
+    assert test_record["bleu"] == rows[0]["test bleu"]
+
+
+@pytest.mark.parametrize("kind", ["single", "pair", "relatedness", "tagging", "translation"])
+def test_base_preset_serves_every_dataset_kind(kind):
+    """`base.py:phrase_transformer,X`: the preset builds and trains (finite loss and gradients)
+    as the encoder of every task kind."""
+    sentences = [e.sentences[0] for e in generate(24, seed=6)][:16]
+    pairs = list(zip(sentences[::2], sentences[1::2], strict=True))
+    examples = {
+        "single": [Example(sentences=(s,), label=i % 2) for i, s in enumerate(sentences)],
+        "pair": [Example(sentences=p, label=i % 3) for i, p in enumerate(pairs)],
+        "relatedness": [Example(sentences=p, score=1.0 + i % 5) for i, p in enumerate(pairs)],
+        "tagging": [Example(sentences=(s,)) for s in sentences],
+        "translation": [Example(sentences=(s,), target=t) for s, t in pairs],
+    }[kind]
+    config = base.get_config("phrase_transformer,synthetic")
+    config.model.update(TINY)
+    vocab = Vocabulary.build(s.tokens for s in sentences)
+    tags = tag_index(examples) if kind == "tagging" else None
+    featurizer = Featurizer(kind=kind, vocab=vocab, model_cfg=config.model, tags=tags,
+                            target_vocab=vocab if kind == "translation" else None)
+    batch = next(Batcher(featurizer.many(examples), batch_size=8, buckets=(32,),
+                         shuffle=False).epoch(0))
+    task = build_task(kind, config.task, num_classes=3 if kind == "pair" else 2 if kind ==
+                      "single" else 5, num_tags=len(tags) if tags else None,
+                      target_vocab_size=len(vocab))
+    model = task.build_model(build_encoder(config.model, len(vocab)))
+    params = init(model, batch)
+    loss, grads = jax.jit(jax.value_and_grad(lambda p, b: task.loss(model.apply(
+        {"params": p}, b, train=True, rngs={"dropout": jax.random.key(0)}), b)))(params, batch)
+    chex.assert_tree_all_finite((loss, grads))
+    assert float(loss) > 0.0

@@ -14,7 +14,7 @@ The extension points are what the encoders need beyond the plain Transformer:
 - normaliser: a function (scores [B, H, Lq, Lk], mask bool[B, 1, Lq, Lk]) -> weights;
 - head activation: PhraseTransformer phase 2 applies a sigmoid to each head's output (eq. 5-7);
 - no output projection, ReLU projections: Mean-Max AAE's encoder (heads concatenated);
-- sparse keys: `key_index` int[..., Lq, Kn] lists the Kn memory positions each query may attend
+- sparse keys: `key_index` int[(B,) Lq, Kn] lists the Kn memory positions each query may attend
   (PhraseTransformer phase 2's neighbour lists); K and V are projected once and gathered per
   query, so scores, mask and weights are [B, H, Lq, Kn] instead of [B, H, Lq, Lk].
 The attention weights are sown into the "intermediates" collection as `attention_weights`
@@ -82,7 +82,7 @@ class MultiHeadAttention(nn.Module):
                  key_index: jax.Array | None = None) -> jax.Array:
         """queries [B, Lq, Dq], memory [B, Lk, Dk], mask (bool[B, Lq, Lk] or a Mask with [B]).
 
-        With `key_index` int[..., Lq, Kn] (sparse keys, module docstring; -1 = no key) the mask
+        With `key_index` int[(B,) Lq, Kn] (sparse keys, module docstring; -1 = no key) the mask
         and the score bias are over [B, Lq, Kn] and the sown weights are [B, H, Lq, Kn].
         """
         features = self.qkv_features or queries.shape[-1]
