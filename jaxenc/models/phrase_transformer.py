@@ -36,8 +36,9 @@ from jaxenc.layers.attention import MultiHeadAttention, gather_rows
 from jaxenc.layers.masks import HypernodeMask, masked_mean
 from jaxenc.layers.phrase_attention import PHRASE_MASKS, WithinPhraseAttention
 from jaxenc.layers.transformer import FeedForward, input_stage
-from jaxenc.models.config import EncoderConfig, StructureNeeds, require
+from jaxenc.models.config import StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.transformer import TransformerSizes
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans, spans_to_members
 
 HYPERNODES = ("ngram", "dependency")
@@ -46,13 +47,11 @@ HYPERNODE_INITS = ("zeros", "mean")
 
 
 @dataclasses.dataclass(frozen=True)
-class PhraseTransformerConfig(EncoderConfig):
+class PhraseTransformerConfig(TransformerSizes):
     """The paper's POS tagger (d 300, 6 heads of 50, 2 layers); Multi30k uses d 512, 8 heads, 6
     layers (train/configs/phrase_transformer_multi30k.py).
 
-    Attributes (besides EncoderConfig's):
-      model_dim, num_layers, num_heads, ff_dim, dropout_rate, attention_dropout_rate: as the
-        Transformer's (jaxenc.models.transformer.TransformerConfig).
+    Attributes (besides the Transformer's sizes, jaxenc.models.transformer.TransformerSizes):
       hypernodes: "ngram" (eq. 1) or "dependency" (eq. 8, one hypernode per arc).
       k: the longest n-gram (eq. 1: j - i < k); the paper uses 2 and 3. n-gram hypernodes only.
       parser: where dependency trees come from ("gold" UD trees or "spacy", as the paper).
@@ -69,12 +68,6 @@ class PhraseTransformerConfig(EncoderConfig):
       feed_forward: a position-wise FFN sublayer after phase 2 (not in Algorithm 1).
     """
 
-    model_dim: int = 300
-    num_layers: int = 2
-    num_heads: int = 6
-    ff_dim: int = 600
-    dropout_rate: float = 0.1
-    attention_dropout_rate: float = 0.0
     hypernodes: str = "ngram"
     k: int = 2
     parser: str = "gold"
@@ -93,9 +86,6 @@ class PhraseTransformerConfig(EncoderConfig):
                     choices[0])
         require(isinstance(self.k, int) and self.k >= 2, "k", self.k,
                 "is not an n-gram length >= 2", 2)
-        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
-                f"is not divisible by model.num_heads={self.num_heads}",
-                self.num_heads * max(1, self.model_dim // self.num_heads))
         require(self.phase2 == "dense" or self.hypernodes == "ngram", "phase2", self.phase2,
                 "has no fixed neighbour list for dependency hypernodes (a head word has one "
                 "per dependent)", "dense")

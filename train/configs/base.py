@@ -45,6 +45,19 @@ def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(registry.preset(name, **overrides))
 
 
+def with_model(config: ml_collections.ConfigDict, name: str,
+               **overrides) -> ml_collections.ConfigDict:
+    """`config` with encoder `name` as its model, sized as the model it had (the fields the two
+    share: widths, layers, heads, dropout, ...) plus `overrides`; the old model becomes
+    `baselines.<its name>`, trained on the same task, data, optimiser and budget."""
+    baseline = config.model
+    shared = (set(registry.preset(name)) & set(baseline)) - {"name", "freeze_embeddings"}
+    config.model = model_config(name, **{key: baseline[key] for key in shared}, **overrides)
+    config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
+    config.baselines[baseline.name] = baseline
+    return config
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     """Defaults; `arg` "MODEL,DATASET" picks the model preset and the task's dataset."""
     model, dataset = (arg or "bag,trec").split(",")

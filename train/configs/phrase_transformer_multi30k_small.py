@@ -16,18 +16,12 @@ config in under an hour.
 
 from __future__ import annotations
 
-from train.configs import base, phrase_transformer_multi30k
-
-SIZE = dict(embed_dim=128, model_dim=128, num_layers=2, num_heads=4, ff_dim=256,
-            dropout_rate=0.1)
+from train.configs import phrase_transformer_multi30k
 
 
 def get_config():
-    config = phrase_transformer_multi30k.get_config()
-    config.model.update(SIZE)
-    config.baselines.transformer = base.model_config("transformer", **SIZE)
-    config.task.head.decoder.update(dict(model_dim=128, num_layers=2, num_heads=4, ff_dim=256,
-                                         max_decode_length=40))
+    config = phrase_transformer_multi30k.sized(model_dim=128, num_layers=2, num_heads=4,
+                                               ff_dim=256, max_decode_length=40)
     config.data.update(dict(max_length=32, eval_batch_size=256))
     config.optim.update(dict(learning_rate=1e-3, warmup_steps=400))
     config.train.update(dict(epochs=5, patience=0))
