@@ -57,6 +57,19 @@ def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(registry.preset(name, **overrides))
 
 
+def with_model(config: ml_collections.ConfigDict, name: str,
+               **overrides) -> ml_collections.ConfigDict:
+    """`config` with encoder `name` as its model, sized as the model it had (the fields the two
+    share: widths, layers, heads, dropout, ...) plus `overrides`; the old model becomes
+    `baselines.<its name>`, trained on the same task, data, optimiser and budget."""
+    baseline = config.model
+    shared = (set(registry.preset(name)) & set(baseline)) - {"name", "freeze_embeddings"}
+    config.model = model_config(name, **{key: baseline[key] for key in shared}, **overrides)
+    config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
+    config.baselines[baseline.name] = baseline
+    return config
+
+
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     """Defaults; `arg` "MODEL,DATASET" picks the model preset and the task's dataset."""
     model, dataset = (arg or "bag,trec").split(",")
@@ -73,7 +86,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
             relatedness_hidden_dim=50,        # Tai et al. (2015)
             decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
-                         label_smoothing=0.1),
+                         label_smoothing=0.1,
+                         # test-split decoding for BLEU (jaxenc.tasks.decoding): 1 = greedy
+                         beam_size=4, length_penalty=0.6, max_decode_length=64),
         )))
     config.task.update_from_flattened_dict(
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})

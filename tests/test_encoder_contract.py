@@ -35,6 +35,8 @@ TINY = {
     "dependency_transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2,
                                    ff_dim=16, relation_dim=3, parser="gold"),
     "tree_lstm": dict(embed_dim=8, memory_dim=6, parser="gold"),
+    "phrase_transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2, ff_dim=16,
+                               k=3),
 }
 BATCH = 8
 ONE_TOKEN = Example(sentences=(Sentence(tokens=("good",), text="good", tree="(S (JJ good))",

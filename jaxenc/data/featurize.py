@@ -99,6 +99,11 @@ def relation_vocabulary(workdir: str | os.PathLike, model_cfg: ml_collections.Co
     return vocab
 
 
+def target_sentence(example: Example, kind: str) -> Sentence | None:
+    """The sentence a seq2seq example decodes to: the translation, or the input (autoencoding)."""
+    return example.target if kind == "translation" else example.sentences[0]
+
+
 def tag_index(examples: Sequence[Example]) -> dict[str, int]:
     """Tag -> id over the training examples' gold tags, in sorted order."""
     tags = {tag for example in examples for sentence in example.sentences
@@ -215,7 +220,7 @@ class Featurizer:
                                 fix="use a treebank with POS tags (CoNLL-U XPOS, PTB)")
             ids = [self.tags.get(tag, IGNORED_TAG) for tag in sentence.tags]
             return {"tags": np.asarray([IGNORED_TAG] * len(self.prefix) + ids, np.int32)}
-        target = example.target if self.kind == "translation" else example.sentences[0]
+        target = target_sentence(example, self.kind)
         if target is None or not target.tokens:
             raise DataError("example has no target sentence", path=where,
                             fix="give every source line a non-empty target line")

@@ -13,7 +13,10 @@ The extension points are what the encoders need beyond the plain Transformer:
   ids; it receives the projected per-head queries [B, Lq, H, d_k] and returns [B, H, Lq, Lk]);
 - normaliser: a function (scores [B, H, Lq, Lk], mask bool[B, 1, Lq, Lk]) -> weights;
 - head activation: PhraseTransformer phase 2 applies a sigmoid to each head's output (eq. 5-7);
-- no output projection, ReLU projections: Mean-Max AAE's encoder (heads concatenated).
+- no output projection, ReLU projections: Mean-Max AAE's encoder (heads concatenated);
+- sparse keys: `key_index` int[(B,) Lq, Kn] lists the Kn memory positions each query may attend
+  (PhraseTransformer phase 2's neighbour lists); K and V are projected once and gathered per
+  query, so scores, mask and weights are [B, H, Lq, Kn] instead of [B, H, Lq, Lk].
 The attention weights are sown into the "intermediates" collection as `attention_weights`
 [B, H, Lq, Lk] (`jaxenc.viz` reads them with `mutable=["intermediates"]`; free otherwise).
 Masks follow `jaxenc.layers.masks` (any object with `rows`/`matrix`, or a bool array).
@@ -38,6 +41,13 @@ ScoreBias = Callable[[jax.Array], jax.Array]
 """query heads [B, Lq, H, d_k] -> additive scores [B, H, Lq, Lk]."""
 Normalizer = Callable[[jax.Array, jax.Array], jax.Array]
 """(scores [B, H, Lq, Lk], mask bool broadcastable to it) -> attention weights."""
+
+
+def gather_rows(values: jax.Array, index: jax.Array) -> jax.Array:
+    """values [B, L, ...], index int[I, J] (shared by the batch) or int[B, I, J] -> [B, I, J, ...]:
+    values[b, index[b]] for every b. An index of -1 reads row 0; the caller masks it."""
+    index = jnp.broadcast_to(jnp.maximum(index, 0), (values.shape[0], *index.shape[-2:]))
+    return jax.vmap(lambda rows, rows_index: rows[rows_index])(values, index)
 
 
 class MultiHeadAttention(nn.Module):
@@ -68,8 +78,13 @@ class MultiHeadAttention(nn.Module):
 
     @nn.compact
     def __call__(self, queries: jax.Array, memory: jax.Array, mask: Mask | jax.Array, *,
-                 train: bool, score_bias: ScoreBias | None = None) -> jax.Array:
-        """queries [B, Lq, Dq], memory [B, Lk, Dk], mask (bool[B, Lq, Lk] or a Mask with [B])."""
+                 train: bool, score_bias: ScoreBias | None = None,
+                 key_index: jax.Array | None = None) -> jax.Array:
+        """queries [B, Lq, Dq], memory [B, Lk, Dk], mask (bool[B, Lq, Lk] or a Mask with [B]).
+
+        With `key_index` int[(B,) Lq, Kn] (sparse keys, module docstring; -1 = no key) the mask
+        and the score bias are over [B, Lq, Kn] and the sown weights are [B, H, Lq, Kn].
+        """
         features = self.qkv_features or queries.shape[-1]
         if features % self.num_heads:
             raise ValueError(f"qkv_features={features} is not divisible by {self.num_heads} heads")
@@ -82,15 +97,18 @@ class MultiHeadAttention(nn.Module):
 
         query, key = project("query", queries), project("key", memory)
         value = project("value", memory)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
+        keys = "bkhd"  # the key axes of K and V: shared by all queries, or gathered per query
+        if key_index is not None:
+            key, value, keys = gather_rows(key, key_index), gather_rows(value, key_index), "bqkhd"
+        scores = jnp.einsum(f"bqhd,{keys}->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
         scores = scores.astype(jnp.float32)
         if score_bias is not None:
             scores = scores + score_bias(query)
-        valid = as_mask(mask).matrix(queries.shape[1], memory.shape[1])
+        valid = as_mask(mask).matrix(queries.shape[1], scores.shape[-1])
         weights = self.normalizer(scores, valid[:, None])
         self.sow("intermediates", "attention_weights", weights)
         weights = nn.Dropout(self.dropout_rate)(weights, deterministic=not train)
-        heads = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(self.dtype), value)
+        heads = jnp.einsum(f"bhqk,{keys}->bqhd", weights.astype(self.dtype), value)
         heads = get_activation(self.head_activation)(heads)
         if not self.output_projection:
             return heads.reshape(*heads.shape[:-2], features)

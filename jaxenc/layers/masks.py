@@ -142,6 +142,32 @@ def _with_word_nodes(hyper: jax.Array, num_words: int, word_row: jax.Array) -> j
     return jnp.concatenate([words, hyper.astype(word_row.dtype)], axis=-2)
 
 
+def _member_nodes(members: jax.Array, num_words: int) -> jax.Array:
+    """int[..., L+M, K]: the word nodes as one-member rows, then `members` [..., M, K]."""
+    width = members.shape[-1]
+    word_row = jnp.full((num_words, width), -1, jnp.int32).at[:, 0].set(jnp.arange(num_words))
+    return _with_word_nodes(members, num_words, word_row)
+
+
+def _member_valid(nodes: jax.Array, lengths: jax.Array) -> jax.Array:
+    """bool[..., N]: a node is real iff it has a member and all its members are < length."""
+    present = nodes >= 0
+    lengths = jnp.asarray(lengths)[..., None, None]
+    return jnp.any(present, axis=-1) & jnp.all(~present | (nodes < lengths), axis=-1)
+
+
+def _span_nodes(spans: jax.Array, num_words: int) -> tuple[jax.Array, jax.Array]:
+    """(start, end) int[..., L+M] of the word nodes (i, i), then `spans` [..., M, 2]."""
+    word_row = jnp.stack([jnp.arange(num_words)] * 2, axis=-1)
+    nodes = _with_word_nodes(spans, num_words, word_row)  # [..., N, 2]
+    return nodes[..., 0], nodes[..., 1]
+
+
+def _span_valid(start: jax.Array, end: jax.Array, lengths: jax.Array) -> jax.Array:
+    """bool[..., N]: a span node is real iff it is non-empty and ends before the length."""
+    return (start >= 0) & (start <= end) & (end < jnp.asarray(lengths)[..., None])
+
+
 def member_adjacency(members: jax.Array, lengths: jax.Array, num_words: int) -> jax.Array:
     """bool[..., L+M, L+M]: PhraseTransformer eq. 6 for L word nodes then hypernodes given by
     their members: A[s, t] iff words(s) ⊆ words(t) or words(t) ⊆ words(s), diagonal included,
@@ -152,12 +178,9 @@ def member_adjacency(members: jax.Array, lengths: jax.Array, num_words: int) -> 
       lengths: int[...] real sentence lengths; a node with a word at or past it is invalid.
       num_words: L, the bucket length (static).
     """
-    width = members.shape[-1]
-    word_row = jnp.full((num_words, width), -1, jnp.int32).at[:, 0].set(jnp.arange(num_words))
-    nodes = _with_word_nodes(members, num_words, word_row)  # [..., N, K]
+    nodes = _member_nodes(members, num_words)  # [..., N, K]
     present = nodes >= 0
-    lengths = jnp.asarray(lengths)[..., None, None]
-    valid = jnp.any(present, axis=-1) & jnp.all(~present | (nodes < lengths), axis=-1)
+    valid = _member_valid(nodes, lengths)
     # found[..., s, t, a]: member a of node s is a member of node t.
     found = jnp.any(nodes[..., :, None, :, None] == nodes[..., None, :, None, :], axis=-1)
     subset = jnp.all(found | ~present[..., :, None, :], axis=-1)  # words(s) ⊆ words(t)
@@ -170,10 +193,8 @@ def span_adjacency(spans: jax.Array, lengths: jax.Array, num_words: int) -> jax.
     of intervals, no member lists. spans: int[..., M, 2] (start, end inclusive), -1 rows padding;
     lengths: int[...]; num_words: L (static). Equals `member_adjacency` of the same spans'
     members."""
-    word_row = jnp.stack([jnp.arange(num_words)] * 2, axis=-1)
-    nodes = _with_word_nodes(spans, num_words, word_row)  # [..., N, 2]
-    start, end = nodes[..., 0], nodes[..., 1]
-    valid = (start >= 0) & (start <= end) & (end < jnp.asarray(lengths)[..., None])
+    start, end = _span_nodes(spans, num_words)
+    valid = _span_valid(start, end, lengths)
     inside = (start[..., None, :] <= start[..., :, None]) & (end[..., :, None] <= end[..., None, :])
     related = inside | jnp.swapaxes(inside, -1, -2)  # inside[s, t]: span s within span t
     return related & valid[..., :, None] & valid[..., None, :]
@@ -198,6 +219,13 @@ class HypernodeMask(_RowsMask):
         if self.spans is not None:
             return span_adjacency(self.spans, self.lengths, self.num_words)
         return member_adjacency(self.members, self.lengths, self.num_words)
+
+    def valid(self) -> jax.Array:
+        """bool[..., L+M]: the real nodes (words before the length, hypernodes whose words all
+        are), the nodes that adjacency rows and columns are False for otherwise."""
+        if self.spans is not None:
+            return _span_valid(*_span_nodes(self.spans, self.num_words), self.lengths)
+        return _member_valid(_member_nodes(self.members, self.num_words), self.lengths)
 
     def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
         return jnp.take(self.adjacency(), query_index, axis=-2, mode="clip")[..., :num_keys]

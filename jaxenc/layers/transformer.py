@@ -143,9 +143,10 @@ class TransformerDecoder(nn.Module):
 
     @nn.compact
     def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
-                 memory_mask: jax.Array, *, train: bool) -> jax.Array:
+                 memory_mask: jax.Array, *, train: bool,
+                 position: jax.Array | None = None) -> jax.Array:
         """inputs int32[B, T], input_lengths int32[B], memory [B, S, D_m], memory_mask
-        bool[B, S]."""
+        bool[B, S]; with `position` int32[] only that position's logits [B, V] (decoding)."""
         length = inputs.shape[1]
         y = input_stage(inputs, vocab_size=self.vocab_size, embed_dim=self.model_dim,
                         model_dim=self.model_dim, dropout_rate=self.dropout_rate, train=train,
@@ -161,6 +162,8 @@ class TransformerDecoder(nn.Module):
                              name=f"layer_{layer}")(y, memory, self_mask, memory_rows,
                                                     train=train)
         y = y * real[..., None].astype(y.dtype)
+        if position is not None:
+            y = jnp.take(y, position, axis=1)
         return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
                         name="logits")(y).astype(jnp.float32)
 

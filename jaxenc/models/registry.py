@@ -27,6 +27,7 @@ ENCODERS: dict[str, str] = {
     "dependency_transformer": "jaxenc.models.dependency_transformer",
     "psan": "jaxenc.models.psan",
     "tree_lstm": "jaxenc.models.tree_lstm",
+    "phrase_transformer": "jaxenc.models.phrase_transformer",
 }
 
 

@@ -23,8 +23,10 @@ POOLINGS = {"mean": masked_mean, "max": masked_max}
 
 
 @dataclasses.dataclass(frozen=True)
-class TransformerConfig(EncoderConfig):
-    """PSAN Table 5's multi-head model: d 300, 2 layers, 6 heads, FFN 600, mean pooling."""
+class TransformerSizes(EncoderConfig):
+    """The sizes of a Transformer encoder stack (shared by the Transformer and the
+    PhraseTransformer): d 300, 2 layers, 6 heads, FFN 600 (PSAN Table 5, PhraseTransformer's POS
+    tagger), dropout on sublayer outputs and on attention weights."""
 
     model_dim: int = 300
     num_layers: int = 2
@@ -32,14 +34,23 @@ class TransformerConfig(EncoderConfig):
     ff_dim: int = 600
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+
+    def validate(self) -> None:
+        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
+                f"is not divisible by model.num_heads={self.num_heads}",
+                self.num_heads * max(1, self.model_dim // self.num_heads))
+        super().validate()
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerConfig(TransformerSizes):
+    """PSAN Table 5's multi-head model: TransformerSizes' defaults, mean pooling."""
+
     pooling: str = "mean"
 
     def validate(self) -> None:
         require(self.pooling in POOLINGS, "pooling", self.pooling,
                 f"is not one of {sorted(POOLINGS)}", "mean")
-        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
-                f"is not divisible by model.num_heads={self.num_heads}",
-                self.num_heads * max(1, self.model_dim // self.num_heads))
         super().validate()
 
 

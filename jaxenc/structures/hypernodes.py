@@ -35,6 +35,30 @@ def ngram_spans(bucket_length: int, k: int) -> np.ndarray:
     return np.stack([starts, starts + sizes - 1], axis=1).astype(np.int32)
 
 
+def ngram_neighbours(bucket_length: int, k: int) -> np.ndarray:
+    """int32[L+m, D]: row s lists every node t with A[s, t] = 1 (eq. 6) in the n-gram layout of
+    bucket length L when the sentence fills the bucket, -1 padded; D <= k^2 (k=2: 3, k=3: 6).
+
+    Contiguous spans nest iff one interval contains the other, so the neighbours of [a, b] (size
+    n) of each size l are the |l - n| + 1 spans starting from min(a, b - l + 1) on: at most k
+    per size, computed without any [L+m, L+m] array. Padding (a shorter sentence) is masked on
+    device from the lengths (`jaxenc.layers.masks.HypernodeMask.valid`).
+    """
+    spans = np.concatenate([np.stack([np.arange(bucket_length)] * 2, axis=1),
+                            ngram_spans(bucket_length, k)])
+    start, size = spans[:, :1], spans[:, 1:] - spans[:, :1] + 1  # [N, 1]
+    lengths = np.repeat(np.arange(1, k + 1), k)[None, :]  # candidate (size l, offset) pairs
+    offsets = np.tile(np.arange(k), k)[None, :]
+    first = np.minimum(start, start + size - lengths) + offsets  # [N, k^2] candidate starts
+    ok = (offsets <= np.abs(lengths - size)) & (first >= 0) & (first + lengths <= bucket_length)
+    # node index of span (first, l): words are 0..L-1, then the spans of size 2, 3, ... by start
+    size_offset = np.cumsum([0, bucket_length] + [bucket_length - n + 1 for n in range(2, k)])
+    index = np.where(ok, size_offset[lengths - 1] + first, -1)
+    order = np.argsort(~ok, axis=1, kind="stable")  # real neighbours first
+    width = int(ok.sum(axis=1).max())
+    return np.take_along_axis(index, order, axis=1)[:, :width].astype(np.int32)
+
+
 def spans_to_members(spans: np.ndarray) -> np.ndarray:
     """int32[M, 2] (start, end inclusive) -> int32[M, K] token indices, -1 padded (K = longest)."""
     spans = np.asarray(spans)

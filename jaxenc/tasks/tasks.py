@@ -6,7 +6,11 @@ A `Task` reads a batch (flat dict, docs/ARCHITECTURE.md "Batches"):
 - `loss(outputs, batch)` -> scalar, a mean weighted by `batch["weight"]` (filler rows count 0);
 - `eval_outputs(outputs, batch)` -> per-example arrays [B] that the host concatenates over a split;
 - `summarize(collected)` -> named metrics of the split (`primary_metric` among them, higher is
-  better; the loop keeps the checkpoint that maximises it).
+  better; the loop keeps the checkpoint that maximises it);
+- generating tasks (`generates`, e.g. translation) also give `test_outputs(model, params,
+  batch)` (jittable per-example outputs such as decoded tokens, computed once on the test split
+  with the best parameters) and `test_metrics(collected, examples)` (e.g. sacrebleu's BLEU, with
+  lines for results.md).
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ import ml_collections
 import numpy as np
 
 from jaxenc.data.batching import sentence_fields
+from jaxenc.data.featurize import target_sentence
+from jaxenc.data.records import Example
+from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.transformer import TransformerDecoder
-from jaxenc.tasks import losses, metrics
+from jaxenc.tasks import decoding, losses, metrics
 from jaxenc.tasks.heads import (
     ClassifierHead,
     RelatednessHead,
@@ -47,6 +54,7 @@ class Task(abc.ABC):
 
     kind: str  # the dataset kind (jaxenc.data.featurize.ROLES says which roles a batch has)
     primary_metric: str
+    generates: bool = False  # whether test_outputs / test_metrics add test metrics
 
     @abc.abstractmethod
     def build_model(self, encoder: nn.Module) -> nn.Module:
@@ -63,6 +71,16 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def summarize(self, collected: Mapping[str, np.ndarray]) -> dict[str, float]:
         """Metrics of a split from the concatenated `eval_outputs` of its real examples."""
+
+    def test_outputs(self, model: nn.Module, params: dict, batch: Batch) -> dict[str, jax.Array]:
+        """Per-example outputs [B, ...] for `test_metrics` (generating tasks only; jittable)."""
+        raise NotImplementedError(f"{type(self).__name__} generates nothing")
+
+    def test_metrics(self, collected: Mapping[str, np.ndarray],
+                     examples: Sequence[Example]) -> tuple[dict[str, float], list[str]]:
+        """(metrics, lines for results.md) from the concatenated `test_outputs` of the real test
+        examples; `collected["index"]` is each row's position in `examples`."""
+        raise NotImplementedError(f"{type(self).__name__} generates nothing")
 
 
 # ----------------------------------------------------------------------------- classification
@@ -258,28 +276,61 @@ def decoder_io(batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 class Seq2Seq(nn.Module):
     """batch {source/..., target/...} -> {"logits": [B, T-1, V]} (Transformer decoder over the
-    encoder output's "memory" slots, those "memory_mask" marks real)."""
+    encoder output's "memory" slots, those "memory_mask" marks real). `encode` and
+    `next_logits` are the two halves that `translate` calls (method= of apply)."""
 
     encoder: nn.Module
     decoder: nn.Module
 
     def __call__(self, batch: Batch, *, train: bool) -> Outputs:
-        encoded = self.encoder(sentence_fields(batch, "source"), train=train)
+        encoded = self.encode(batch, train=train)
         inputs, input_lengths, _ = decoder_io(batch)
         logits = self.decoder(inputs, input_lengths, encoded["memory"], encoded["memory_mask"],
                               train=train)
         return {"logits": logits}
 
+    def encode(self, batch: Batch, *, train: bool = False) -> Outputs:
+        """The encoder outputs of `source/...`."""
+        return self.encoder(sentence_fields(batch, "source"), train=train)
+
+    def next_logits(self, tokens: jax.Array, position: jax.Array, memory: jax.Array,
+                    memory_mask: jax.Array) -> jax.Array:
+        """Decoder logits [N, V] at `position` int32[] of a token buffer int32[N, T]."""
+        lengths = jnp.full(tokens.shape[:1], tokens.shape[1], jnp.int32)
+        return self.decoder(tokens, lengths, memory, memory_mask, train=False, position=position)
+
+
+def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
+              beam_size: int = 1, length_penalty: float = 0.6) -> jax.Array:
+    """int32[B, max_length] decoded target ids of `source/...` (jaxenc.tasks.decoding: greedy
+    for beam_size 1, else beam search), a pure function of (params, batch)."""
+    variables = {"params": params}
+    encoded = model.apply(variables, batch, method=Seq2Seq.encode)
+    memory, memory_mask = encoded["memory"], encoded["memory_mask"]
+    batch_size = memory.shape[0]
+    if beam_size > 1:  # beam_size rows per example, example-major
+        memory, memory_mask = (jnp.repeat(x, beam_size, axis=0) for x in (memory, memory_mask))
+    logits_fn = lambda tokens, position: model.apply(variables, tokens, position, memory,
+                                                     memory_mask, method=Seq2Seq.next_logits)
+    if beam_size == 1:
+        return decoding.greedy_decode(logits_fn, batch_size, max_length)
+    return decoding.beam_search(logits_fn, batch_size, beam_size, max_length, length_penalty)[0]
+
 
 class Seq2SeqTask(Task):
     """Translation or autoencoding: token cross-entropy (label smoothing) incl. EOS, padding
-    masked; metrics: token accuracy (teacher forcing), per-token loss and perplexity."""
+    masked; metrics: token accuracy (teacher forcing), per-token loss and perplexity. Given the
+    target vocabulary it also decodes the test split (head.decoder: beam_size, length_penalty,
+    max_decode_length) and reports sacrebleu's corpus BLEU of the detokenised output."""
 
     primary_metric = "accuracy"
 
-    def __init__(self, kind: str, target_vocab_size: int, head_cfg: ml_collections.ConfigDict):
+    def __init__(self, kind: str, target_vocab_size: int, head_cfg: ml_collections.ConfigDict,
+                 target_vocab: Vocabulary | None = None):
         self.kind, self.target_vocab_size = kind, target_vocab_size
         self.decoder_cfg = head_cfg.decoder
+        self.target_vocab = target_vocab
+        self.generates = target_vocab is not None
 
     def build_model(self, encoder: nn.Module) -> nn.Module:
         cfg = self.decoder_cfg
@@ -308,16 +359,37 @@ class Seq2SeqTask(Task):
         summary["perplexity"] = float(np.exp(summary["loss"]))
         return summary
 
+    def test_outputs(self, model: nn.Module, params: dict, batch: Batch) -> dict[str, jax.Array]:
+        cfg = self.decoder_cfg
+        return {"hypothesis": translate(model, params, batch, max_length=cfg.max_decode_length,
+                                        beam_size=cfg.beam_size,
+                                        length_penalty=cfg.length_penalty)}
+
+    def test_metrics(self, collected: Mapping[str, np.ndarray],
+                     examples: Sequence[Example]) -> tuple[dict[str, float], list[str]]:
+        hypotheses = [self.target_vocab.decode(decoding.strip_special(row))
+                      for row in collected["hypothesis"]]
+        references = [target_sentence(examples[index], self.kind).tokens
+                      for index in collected["index"]]
+        score, signature = decoding.corpus_bleu(hypotheses, references)
+        cfg = self.decoder_cfg
+        search = (f"beam {cfg.beam_size}, length penalty {cfg.length_penalty}"
+                  if cfg.beam_size > 1 else "greedy")
+        return {"bleu": score.score}, [f"sacrebleu ({search}, {len(hypotheses)} test "
+                                       f"sentences): {score} {signature}"]
+
 
 # ----------------------------------------------------------------------------- factory
 
 
 def build_task(kind: str, task_cfg: ml_collections.ConfigDict, *, num_classes: int | None = None,
                min_score: float = 1.0, num_tags: int | None = None,
-               target_vocab_size: int | None = None) -> Task:
+               target_vocab_size: int | None = None,
+               target_vocab: Vocabulary | None = None) -> Task:
     """The task for a dataset of `kind` (DatasetInfo.kind); head options from `task_cfg.head`.
 
     num_classes: classes (classification) or score classes K (relatedness, from min_score on).
+    target_vocab: seq2seq only; given, the test split is also decoded and scored with BLEU.
     """
     head = task_cfg.head
     if kind in ("single", "pair"):
@@ -330,6 +402,6 @@ def build_task(kind: str, task_cfg: ml_collections.ConfigDict, *, num_classes: i
     if kind == "tagging":
         return TaggingTask(num_tags, head)
     if kind in ("translation", "unlabelled"):
-        return Seq2SeqTask(kind, target_vocab_size, head)
+        return Seq2SeqTask(kind, target_vocab_size, head, target_vocab)
     raise ConfigError(f"dataset {task_cfg.dataset!r} has kind {kind!r}, which no task handles "
                       "(fix: use a dataset of another kind)")

@@ -63,7 +63,13 @@ from jaxenc.training.state import (
     init_params,
     with_pretrained_embeddings,
 )
-from jaxenc.training.steps import EvalStep, make_eval_step, make_train_step, to_host
+from jaxenc.training.steps import (
+    EvalStep,
+    make_eval_step,
+    make_test_step,
+    make_train_step,
+    to_host,
+)
 
 log = logging.getLogger(__name__)
 
@@ -220,16 +226,22 @@ def _length(features: dict[str, np.ndarray]) -> int:
 # ----------------------------------------------------------------------------- evaluation
 
 
-def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
-             mesh: Mesh) -> dict[str, float]:
-    """The task's metrics over every real example of `batcher` (filler rows left out)."""
+def collect(step: EvalStep, params: dict, batcher: Batcher, mesh: Mesh) -> dict[str, np.ndarray]:
+    """`step`'s per-example outputs over every real example of `batcher` (filler rows left out),
+    concatenated in batch order."""
     collected = collections.defaultdict(list)
     for batch in batcher.epoch(0):
-        outputs = to_host(eval_step(params, shard_batch(batch, mesh)))
+        outputs = to_host(step(params, shard_batch(batch, mesh)))
         real = batch["weight"] > 0
         for key, value in outputs.items():
             collected[key].append(value[real])
-    return task.summarize({key: np.concatenate(parts) for key, parts in collected.items()})
+    return {key: np.concatenate(parts) for key, parts in collected.items()}
+
+
+def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
+             mesh: Mesh) -> dict[str, float]:
+    """The task's metrics over every real example of `batcher` (filler rows left out)."""
+    return task.summarize(collect(eval_step, params, batcher, mesh))
 
 
 # ----------------------------------------------------------------------------- training
@@ -327,7 +339,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     task = build_task(info.kind, config.task, num_classes=info.num_classes,
                       min_score=info.score_range[0] if info.score_range else 1.0,
                       num_tags=len(tags) if tags is not None else None,
-                      target_vocab_size=len(target_vocab) if target_vocab is not None else None)
+                      target_vocab_size=len(target_vocab) if target_vocab is not None else None,
+                      target_vocab=target_vocab)
     model = task.build_model(encoder)
 
     params = init_params(model, next(batchers["train"].epoch(0)), seed)
@@ -490,14 +503,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
                        mesh: Mesh | None = None,
                        splits: dict[str, list[Example]] | None = None) -> dict[str, Any]:
     """Trains one model on one task in `workdir` (module docstring) and returns its results row:
-    model, dataset, parameter counts, steps, best step, dev primary metric, test metrics,
-    training seconds and the number of shapes the train step compiled in this process.
+    model, dataset, parameter counts, steps, best step, dev primary metric, test metrics (with a
+    generating task's, e.g. BLEU), training seconds, the number of shapes the train step compiled
+    in this process, and "notes" (lines for results.md, e.g. sacrebleu's printed score).
     `splits` are the examples when already loaded (`run` shares them with the baselines)."""
     workdir = Path(workdir)
     validate(config)
     changes = checkpointing.check_compatible(workdir, config)
-    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh,
-                    load_splits(config) if splits is None else splits)
+    splits = load_splits(config) if splits is None else splits
+    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh, splits)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
                                             config.checkpoint.best_k)
     state, position = setup.state, Position()
@@ -521,6 +535,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     eval_step = make_eval_step(setup.model, setup.task, setup.mesh)
     final = {split: evaluate(eval_step, best, setup.batchers[split], setup.task, setup.mesh)
              for split in EVAL_SPLITS}
+    notes = []
+    if setup.task.generates:  # e.g. BLEU of decoded translations
+        outputs = collect(make_test_step(setup.model, setup.task, setup.mesh), best,
+                          setup.batchers["test"], setup.mesh)
+        generated, notes = setup.task.test_metrics(outputs, splits["test"])
+        final["test"].update(generated)
     report.MetricsLog(workdir / report.METRICS_FILE).write(position.best_step, "test",
                                                            final["test"])
     total, outside = count_params(state.params)
@@ -532,7 +552,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         f"dev {metric}": final["dev"][metric],
         **{f"test {name}": value for name, value in final["test"].items() if name != "loss"},
         "train s": round(position.train_seconds), "compiled shapes": compiled,
-        "workdir": str(workdir),
+        "workdir": str(workdir), "notes": notes,
     }
 
 
@@ -563,10 +583,11 @@ def write_report(workdir: Path, rows: Sequence[dict[str, Any]]) -> str:
     records = {row["model"]: report.read_metrics(Path(row["workdir"]) / report.METRICS_FILE)
                for row in rows}
     report.plot_curves(records, metric, workdir / report.CURVES_FILE)
-    table_rows = [{k: v for k, v in row.items() if k != "workdir"} for row in rows]
+    table_rows = [{k: v for k, v in row.items() if k not in ("workdir", "notes")}
+                  for row in rows]
     return report.write_results(
         workdir, f"{rows[0]['dataset']}: {', '.join(row['model'] for row in rows)}", table_rows,
         notes=[f"Best dev checkpoint of each model, evaluated on test. Curves: "
                f"{report.CURVES_FILE}; per-step metrics: {report.METRICS_FILE} in each run's "
-               "workdir."])
+               "workdir.", *(f"{row['model']}: {note}" for row in rows for note in row["notes"])])
 

@@ -67,6 +67,17 @@ def make_eval_step(model: nn.Module, task: Task, mesh: Mesh) -> EvalStep:
                    out_shardings=data_sharded(mesh))
 
 
+def make_test_step(model: nn.Module, task: Task, mesh: Mesh) -> EvalStep:
+    """(params, batch) -> per-example `task.test_outputs` plus the batch's "index" (generating
+    tasks, e.g. decoded translations; split over "data" like the batch)."""
+
+    def test_step(params: dict, batch: Batch) -> dict[str, jax.Array]:
+        return {**task.test_outputs(model, params, batch), "index": batch["index"]}
+
+    return jax.jit(test_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
+                   out_shardings=data_sharded(mesh))
+
+
 def to_host(tree: dict[str, jax.Array]) -> dict[str, np.ndarray]:
     """Global (possibly multi-host) arrays -> full numpy arrays on this host."""
     if jax.process_count() > 1:

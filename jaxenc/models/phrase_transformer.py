@@ -1,0 +1,187 @@
+"""PhraseTransformer (ICLR 2020 submission "Attention over phrases"), spec phrase_transformer.md.
+
+Nodes of a sentence in bucket length L (structures.md, "PhraseTransformer: hypernodes"):
+    [ L word nodes | M hypernodes | [CLS] ]                                      N = L + M + 1
+- word nodes: h^0 = Dropout(W_in e(w) + PE) (`jaxenc.layers.transformer.input_stage`);
+- hypernodes (eq. 1): every n-gram of 2..k words (`hypernodes="ngram"`; the spans are static for
+  a bucket length, computed at trace time) or one per dependency arc (`"dependency"`, eq. 8, the
+  "semantic PhraseTransformer", from the `members` structure field); Algorithm 1 line 2 starts
+  them as zeros (`hypernode_init="zeros"`; "mean": the mean of their words' h^0);
+- [CLS] (Fig. 2): a learned vector appended after the hypernodes (no token, no position, so the
+  featurizer prepends nothing and `tokens` stays aligned with the words). It takes part in
+  phase 1 only: it is a member of no phrase, Fig. 2 draws it with all-pairs edges alone. So
+  [CLS] sees a layer's phase 2 through the next layer's phase 1 (a one-layer model's sentence
+  vector does not see phase 2 at all; the word states always do).
+Each layer (Algorithm 1, lines 4-5, with the Transformer's sublayer wrapping, `residual`):
+    phase 1 (eq. 2-3): H <- LN(H + Drop(MultiHead(H)))       over all real node pairs
+    phase 2 (eq. 5-7): G <- LN(G + Drop(MultiHead'(G, A)))   G = the word and hypernodes
+    FFN:               H <- LN(H + Drop(FFN(H)))             (`feed_forward`)
+with A the eq. 6 adjacency built on device (`jaxenc.layers.masks.HypernodeMask`), phase 2 dense
+or sparse (`jaxenc.layers.phrase_attention`). Padding nodes (words past the length, n-grams that
+run past it, padded arcs) are masked as keys and zeroed after every layer; an empty row is all
+zeros, [CLS] included. Outputs: `tokens` = the word nodes, `sentence` = [CLS], `memory` = word
+nodes + hypernodes (what a seq2seq decoder attends), `memory_mask` = their real slots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxenc.layers.attention import MultiHeadAttention, gather_rows
+from jaxenc.layers.masks import HypernodeMask, masked_mean
+from jaxenc.layers.phrase_attention import PHRASE_MASKS, WithinPhraseAttention
+from jaxenc.layers.transformer import FeedForward, input_stage
+from jaxenc.models.config import StructureNeeds, require
+from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.transformer import TransformerSizes
+from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans, spans_to_members
+
+HYPERNODES = ("ngram", "dependency")
+PHASE2 = ("sparse", "dense")
+HYPERNODE_INITS = ("zeros", "mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class PhraseTransformerConfig(TransformerSizes):
+    """The paper's POS tagger (d 300, 6 heads of 50, 2 layers); Multi30k uses d 512, 8 heads, 6
+    layers (train/configs/phrase_transformer_multi30k.py).
+
+    Attributes (besides the Transformer's sizes, jaxenc.models.transformer.TransformerSizes):
+      hypernodes: "ngram" (eq. 1) or "dependency" (eq. 8, one hypernode per arc).
+      k: the longest n-gram (eq. 1: j - i < k); the paper uses 2 and 3. n-gram hypernodes only.
+      parser: where dependency trees come from ("gold" UD trees or "spacy", as the paper).
+      nonlinear: the sigmoid of eq. 5; False = the paper's "linear PhraseTransformer".
+      phrase_mask: "additive" (-inf outside A: attention stays within phrases, as the text says)
+        or "hadamard" (eq. 5 literally: S ∘ A, non-adjacent nodes keep the score 0).
+      phase2: "sparse" (gather over the static n-gram neighbour lists, O(k^2) per node) or
+        "dense" (the masked [N, N] scores). Sparse needs n-gram hypernodes and the additive mask:
+        a head word has one dependency hypernode per dependent (no fixed bound), and the literal
+        Hadamard form weighs every node.
+      hypernode_init: "zeros" (Algorithm 1: "pad m x d zeros") or "mean" of the members' h^0.
+      residual: the Transformer's residual + LayerNorm around each sublayer (the spec's choice;
+        Algorithm 1 shows the bare attentions, which residual=False gives).
+      feed_forward: a position-wise FFN sublayer after phase 2 (not in Algorithm 1).
+    """
+
+    hypernodes: str = "ngram"
+    k: int = 2
+    parser: str = "gold"
+    nonlinear: bool = True
+    phrase_mask: str = "additive"
+    phase2: str = "sparse"
+    hypernode_init: str = "zeros"
+    residual: bool = True
+    feed_forward: bool = True
+
+    def validate(self) -> None:
+        for field, choices in (("hypernodes", HYPERNODES), ("phrase_mask", PHRASE_MASKS),
+                               ("phase2", PHASE2), ("hypernode_init", HYPERNODE_INITS)):
+            value = getattr(self, field)
+            require(value in choices, field, value, f"is not one of {', '.join(choices)}",
+                    choices[0])
+        require(isinstance(self.k, int) and self.k >= 2, "k", self.k,
+                "is not an n-gram length >= 2", 2)
+        require(self.phase2 == "dense" or self.hypernodes == "ngram", "phase2", self.phase2,
+                "has no fixed neighbour list for dependency hypernodes (a head word has one "
+                "per dependent)", "dense")
+        require(self.phase2 == "dense" or self.phrase_mask == "additive", "phase2", self.phase2,
+                "cannot give phrase_mask='hadamard', which weighs every real node", "dense")
+        super().validate()
+
+
+class PhraseTransformerLayer(nn.Module):
+    """One layer (module docstring): nodes [B, N, D] -> [B, N, D], N = L + M + 1 ([CLS] last)."""
+
+    config: PhraseTransformerConfig
+
+    @nn.compact
+    def __call__(self, nodes: jax.Array, valid: jax.Array, phrases: HypernodeMask, *,
+                 train: bool, neighbours: np.ndarray | None) -> jax.Array:
+        """nodes [B, N, D]; valid bool[B, N]; phrases: eq. 6 over the first N - 1 nodes;
+        neighbours int32[N - 1, D] for the sparse phase 2, else None."""
+        cfg = self.config
+        drop = nn.Dropout(cfg.dropout_rate, deterministic=not train)
+
+        def sublayer(inputs: jax.Array, update: jax.Array, name: str) -> jax.Array:
+            if not cfg.residual:
+                return drop(update)
+            return nn.LayerNorm(dtype=cfg.compute_dtype, name=name)(inputs + drop(update))
+
+        pairs = valid[..., :, None] & valid[..., None, :]
+        attended = MultiHeadAttention(cfg.num_heads, dropout_rate=cfg.attention_dropout_rate,
+                                      dtype=cfg.compute_dtype, name="attention")(
+            nodes, nodes, pairs, train=train)  # phase 1, eq. 2-3
+        nodes = sublayer(nodes, attended, "attention_norm")
+        graph, cls = nodes[:, :-1], nodes[:, -1:]
+        within = WithinPhraseAttention(
+            cfg.num_heads, nonlinear=cfg.nonlinear, phrase_mask=cfg.phrase_mask,
+            dropout_rate=cfg.attention_dropout_rate, dtype=cfg.compute_dtype,
+            name="phrase_attention")(graph, phrases, train=train, neighbours=neighbours)
+        nodes = jnp.concatenate([sublayer(graph, within, "phrase_norm"), cls], axis=1)
+        if cfg.feed_forward:
+            transformed = FeedForward(cfg.ff_dim, cfg.dropout_rate, cfg.compute_dtype,
+                                      name="ffn")(nodes, train=train)
+            nodes = sublayer(nodes, transformed, "ffn_norm")
+        return nodes * valid[..., None].astype(nodes.dtype)
+
+
+class PhraseTransformer(nn.Module):
+    """{tokens int32[B, L], lengths int32[B], members int32[B, L, 2] (dependency hypernodes)}
+    -> {"tokens": [B, L, d], "sentence": [CLS] [B, d], "memory": [B, L + M, d],
+        "memory_mask": bool[B, L + M]} (float32 outputs whatever the compute dtype)."""
+
+    vocab_size: int
+    config: PhraseTransformerConfig = PhraseTransformerConfig()
+
+    def _hypernodes(self, sentence: dict[str, jax.Array],
+                    length: int) -> tuple[HypernodeMask, jax.Array]:
+        """(eq. 6 mask over the L + M word and hypernodes, members int[(B,) M, K])."""
+        lengths = sentence["lengths"]
+        if self.config.hypernodes == "ngram":
+            spans = ngram_spans(length, self.config.k)
+            return (HypernodeMask(lengths, length, spans=jnp.asarray(spans)),
+                    jnp.asarray(spans_to_members(spans)))
+        members = sentence["members"]
+        return HypernodeMask(lengths, length, members=members), members
+
+    @nn.compact
+    def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
+        cfg = self.config
+        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        batch, length = tokens.shape
+        words = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
+                            model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
+                            trainable_embeddings=not cfg.freeze_embeddings,
+                            dtype=cfg.compute_dtype)
+        phrases, members = self._hypernodes(sentence, length)
+        if cfg.hypernode_init == "mean":
+            hyper = masked_mean(gather_rows(words, members), members >= 0)  # [B, M, d]
+        else:
+            hyper = jnp.zeros((batch, members.shape[-2], cfg.model_dim), words.dtype)
+        cls = self.param("cls", nn.initializers.normal(1.0), (cfg.model_dim,))
+        nodes = jnp.concatenate(
+            [words, hyper, jnp.broadcast_to(cls.astype(words.dtype), (batch, 1, cfg.model_dim))],
+            axis=1)
+        valid = jnp.concatenate([phrases.valid(), (lengths > 0)[:, None]], axis=1)  # [B, N]
+        nodes = nodes * valid[..., None].astype(nodes.dtype)
+        neighbours = ngram_neighbours(length, cfg.k) if cfg.phase2 == "sparse" else None
+        for layer in range(cfg.num_layers):
+            nodes = PhraseTransformerLayer(cfg, name=f"layer_{layer}")(
+                nodes, valid, phrases, train=train, neighbours=neighbours)
+        nodes = nodes.astype(jnp.float32)
+        return {"tokens": nodes[:, :length], "sentence": nodes[:, -1], "memory": nodes[:, :-1],
+                "memory_mask": valid[:, :-1]}
+
+
+def structure_needs(config: PhraseTransformerConfig) -> StructureNeeds:
+    """Dependency hypernodes read the `members` field; n-grams need nothing from the host."""
+    return StructureNeeds(fields=("members",) if config.hypernodes == "dependency" else ())
+
+
+SPEC = EncoderSpec(config=PhraseTransformerConfig, module=PhraseTransformer,
+                   structure_spec=structure_needs)

@@ -1,0 +1,134 @@
+"""Greedy and beam-search decoding with static shapes, and corpus BLEU with sacrebleu.
+
+Both decoders call `logits_fn(tokens int32[N, T], t int32[]) -> float32[N, V]`, the decoder run
+over a fixed buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD, ...], returning the
+logits at position t, which give y_{t+1} (a causal decoder never looks past t, so the padding
+after it changes nothing). There is no key/value cache: step t recomputes the decoder over the
+buffer, O(T) positions per step (the vocabulary projection only at t).
+The buffer never changes shape, so each function compiles once per (batch, source bucket) and a
+`lax.while_loop` stops as soon as every row has produced EOS (or after max_length tokens).
+Outputs are int32[B, max_length]: y_1 .. y_n, EOS, then PAD (0); a row that never produced EOS is
+cut at max_length.
+
+Beam search keeps `beam_size` hypotheses per row, ranked at every step by the length-normalised
+log-probability log P(y) / lp(y), lp = ((5 + |y|) / 6) ** length_penalty (Wu et al. 2016; 0 = no
+normalisation), |y| counting EOS. A finished hypothesis stays in the beam with its score and can
+only be extended by PAD at no cost; the result is the best-scoring hypothesis. One hypothesis
+(beam_size=1) is exactly greedy decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import sacrebleu
+from sacrebleu.metrics.bleu import BLEUScore
+from sacremoses import MosesDetokenizer
+
+from jaxenc.data.vocab import BOS, EOS, PAD
+
+_MOSES = MosesDetokenizer(lang="en")  # the target language of Multi30k de -> en
+
+LogitsFn = Callable[[jax.Array, jax.Array], jax.Array]
+"""(tokens int32[N, T], position t int32[]) -> logits float32[N, V] predicting token t + 1."""
+
+
+def _buffer(rows: int, max_length: int) -> jax.Array:
+    """int32[rows, max_length + 1]: BOS, then PAD."""
+    return jnp.zeros((rows, max_length + 1), jnp.int32).at[:, 0].set(BOS)
+
+
+def greedy_decode(logits_fn: LogitsFn, batch_size: int, max_length: int) -> jax.Array:
+    """int32[B, max_length]: the most probable next token at every step, until EOS."""
+
+    def step(state):
+        t, tokens, finished = state
+        logits = logits_fn(tokens[:, :max_length], t)
+        chosen = jnp.where(finished, PAD, jnp.argmax(logits, axis=-1).astype(jnp.int32))
+        return t + 1, tokens.at[:, t + 1].set(chosen), finished | (chosen == EOS)
+
+    def going(state):
+        t, _, finished = state
+        return (t < max_length) & ~jnp.all(finished)
+
+    state = (jnp.int32(0), _buffer(batch_size, max_length), jnp.zeros(batch_size, bool))
+    return jax.lax.while_loop(going, step, state)[1][:, 1:]
+
+
+def length_penalty_factor(lengths: jax.Array, alpha: float) -> jax.Array:
+    """lp(|y|) = ((5 + |y|) / 6) ** alpha."""
+    return ((5.0 + lengths.astype(jnp.float32)) / 6.0) ** alpha
+
+
+def beam_search(logits_fn: LogitsFn, batch_size: int, beam_size: int, max_length: int,
+                length_penalty: float = 0.6) -> tuple[jax.Array, jax.Array]:
+    """(int32[B, max_length] best hypothesis, float32[B] its normalised log-probability).
+
+    `logits_fn` reads beam_size rows per example, example-major (rows b * beam_size + j), so the
+    caller repeats the encoder memory `beam_size` times along the batch axis.
+    """
+    rows = batch_size * beam_size
+
+    def step(state):
+        t, tokens, scores, lengths, finished = state  # [B, K, T+1], [B, K], [B, K], [B, K]
+        logits = logits_fn(tokens.reshape(rows, -1)[:, :max_length], t)
+        log_probs = jax.nn.log_softmax(logits.astype(jnp.float32)).reshape(
+            batch_size, beam_size, -1)
+        vocab = log_probs.shape[-1]
+        only_pad = jnp.where(jnp.arange(vocab) == PAD, 0.0, -jnp.inf)
+        log_probs = jnp.where(finished[..., None], only_pad, log_probs)
+        candidate = scores[..., None] + log_probs  # [B, K, V]
+        candidate_length = jnp.where(finished, lengths, t + 1)[..., None]
+        ranked = candidate / length_penalty_factor(candidate_length, length_penalty)
+        _, best = jax.lax.top_k(ranked.reshape(batch_size, -1), beam_size)  # [B, K]
+        beam, token = best // vocab, (best % vocab).astype(jnp.int32)
+        pick = lambda x: jnp.take_along_axis(x, beam, axis=1)
+        tokens = jnp.take_along_axis(tokens, beam[..., None], axis=1).at[:, :, t + 1].set(token)
+        scores = jnp.take_along_axis(candidate.reshape(batch_size, -1), best, axis=1)
+        lengths = jnp.where(pick(finished), pick(lengths), t + 1)
+        return t + 1, tokens, scores, lengths, pick(finished) | (token == EOS)
+
+    def going(state):
+        t, *_, finished = state
+        return (t < max_length) & ~jnp.all(finished)
+
+    first_only = jnp.where(jnp.arange(beam_size) == 0, 0.0, -jnp.inf)  # no duplicate starts
+    state = (jnp.int32(0), _buffer(rows, max_length).reshape(batch_size, beam_size, -1),
+             jnp.broadcast_to(first_only, (batch_size, beam_size)),
+             jnp.zeros((batch_size, beam_size), jnp.int32),
+             jnp.zeros((batch_size, beam_size), bool))
+    _, tokens, scores, lengths, _ = jax.lax.while_loop(going, step, state)
+    normalised = scores / length_penalty_factor(lengths, length_penalty)
+    best = jnp.argmax(normalised, axis=1)
+    chosen = jnp.take_along_axis(tokens, best[:, None, None], axis=1)[:, 0, 1:]
+    return chosen, jnp.take_along_axis(normalised, best[:, None], axis=1)[:, 0]
+
+
+def strip_special(ids: Sequence[int]) -> list[int]:
+    """A decoded row's ids up to (without) the first EOS, PAD and BOS dropped."""
+    kept = []
+    for token in ids:
+        if token == EOS:
+            break
+        if token not in (PAD, BOS):
+            kept.append(int(token))
+    return kept
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Tokens -> text for BLEU: the Moses detokenizer for English (sacremoses), which undoes the
+    tokenisation of Multi30k's `lc.norm.tok` files (spaces before punctuation, split clitics)."""
+    return _MOSES.detokenize(list(tokens))
+
+
+def corpus_bleu(hypotheses: Sequence[Sequence[str]],
+                references: Sequence[Sequence[str]]) -> tuple[BLEUScore, str]:
+    """(score, signature): sacrebleu's corpus BLEU (default 13a tokenisation, case-sensitive) of
+    detokenised token lists against one reference each. `str(score)` is what sacrebleu prints,
+    e.g. "BLEU = 34.61 65.1/41.2/27.9/19.3 (BP = 1.000 ratio = 1.003 hyp_len = ...)"."""
+    bleu = sacrebleu.metrics.BLEU()
+    score = bleu.corpus_score([detokenize(h) for h in hypotheses],
+                              [[detokenize(r) for r in references]])
+    return score, str(bleu.get_signature())
