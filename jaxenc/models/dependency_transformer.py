@@ -27,11 +27,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.data.vocab import ROOT
-from jaxenc.layers.masks import PaddingMask, length_mask
+from jaxenc.layers.attention import ScoreBias
+from jaxenc.layers.masks import length_mask
 from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
-from jaxenc.layers.transformer import POSITIONS, EncoderBlock, input_stage
-from jaxenc.models.config import EncoderConfig, StructureNeeds, require
+from jaxenc.layers.transformer import POSITIONS, input_stage
+from jaxenc.models.config import StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.transformer import TransformerSizes, encoder_stack
 from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL, PARSER_NAMES
 from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
 
@@ -39,12 +41,10 @@ VARIANTS = ("transformer", "lr", "rg", "full")
 
 
 @dataclasses.dataclass(frozen=True)
-class DependencyTransformerConfig(EncoderConfig):
+class DependencyTransformerConfig(TransformerSizes):
     """The paper's setting: 3 layers, 6 heads, hidden 300, FFN 300, relation vectors d_r 30.
 
-    Attributes (besides EncoderConfig's):
-      model_dim, num_layers, num_heads, ff_dim, dropout_rate, attention_dropout_rate: the
-        Transformer's sizes.
+    Attributes (besides the Transformer's sizes, jaxenc.models.transformer.TransformerSizes):
       relation_dim: d_r.
       num_relations: rows of the relation table; the run's relation vocabulary must fit
         (checked when it is built: jaxenc.data.featurize.relation_vocabulary).
@@ -55,12 +55,8 @@ class DependencyTransformerConfig(EncoderConfig):
         default; "gold" where the data has dependency trees).
     """
 
-    model_dim: int = 300
     num_layers: int = 3
-    num_heads: int = 6
     ff_dim: int = 300
-    dropout_rate: float = 0.1
-    attention_dropout_rate: float = 0.0
     relation_dim: int = 30
     num_relations: int = 128
     variant: str = "full"
@@ -75,9 +71,6 @@ class DependencyTransformerConfig(EncoderConfig):
     def validate(self) -> None:
         require(self.variant in VARIANTS, "variant", self.variant,
                 f"is not one of {', '.join(VARIANTS)}", "full")
-        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
-                f"is not divisible by model.num_heads={self.num_heads}",
-                self.num_heads * max(1, self.model_dim // self.num_heads))
         require(self.positions in POSITIONS, "positions", self.positions,
                 f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
         require(self.parser in PARSER_NAMES and self.parser != "benepar", "parser", self.parser,
@@ -124,34 +117,26 @@ class DependencyTransformer(nn.Module):
                               name="levels")
             x = x + levels(jnp.clip(sentence["levels"], 0, cfg.max_level))
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=not train)
-        attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
-        table = None
-        for layer in range(cfg.num_layers):
-            score_bias = None
-            if cfg.uses_relations:
-                if table is None or not cfg.share_relations:
-                    name = "relations" if cfg.share_relations else f"relations_{layer}"
-                    table = RelationTable(cfg.num_relations, cfg.relation_dim, name=name)()
+        score_bias = None
+        if cfg.uses_relations:
+            if cfg.share_relations:
+                tables = [RelationTable(cfg.num_relations, cfg.relation_dim,
+                                        name="relations")] * cfg.num_layers
+            else:
+                tables = [RelationTable(cfg.num_relations, cfg.relation_dim,
+                                        name=f"relations_{layer}")
+                          for layer in range(cfg.num_layers)]
+
+            def score_bias(layer: int, h: jax.Array) -> ScoreBias:
+                """eq. 3-4 for `layer`, its gate reading the layer input h (not the queries)."""
                 bias = GatedRelationBias(cfg.num_heads, gated=cfg.variant != "lr",
                                          name=f"relation_bias_{layer}")
-                score_bias = _bind(bias, x, sentence["relations"], table)
-            x = EncoderBlock(cfg.num_heads, cfg.ff_dim, cfg.dropout_rate,
-                             cfg.attention_dropout_rate, dtype=cfg.compute_dtype,
-                             name=f"layer_{layer}")(x, attention_mask, train=train,
-                                                    score_bias=score_bias)
-            x = x * mask[..., None].astype(x.dtype)
+                return lambda query_heads: bias(h.astype(jnp.float32), sentence["relations"],
+                                                tables[layer]())
+
+        x = encoder_stack(x, lengths, cfg, train=train, score_bias=score_bias)
         x = x.astype(jnp.float32)
         return {"tokens": x, "sentence": x[:, 0], "memory": x, "memory_mask": mask}
-
-
-def _bind(bias: GatedRelationBias, x: jax.Array, relations: jax.Array, table: jax.Array):
-    """The score-bias callable of jaxenc.layers.attention: the gate reads the layer input x."""
-
-    def score_bias(query_heads: jax.Array) -> jax.Array:
-        del query_heads  # eq. 3's gate uses h_i, not the projected queries
-        return bias(x.astype(jnp.float32), relations, table)
-
-    return score_bias
 
 
 SPEC = EncoderSpec(config=DependencyTransformerConfig, module=DependencyTransformer,

@@ -10,10 +10,12 @@ this is the 300-d sentence vector that Table 5 compares against PSAN and DiSAN.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import flax.linen as nn
 import jax
 
+from jaxenc.layers.attention import ScoreBias
 from jaxenc.layers.masks import PaddingMask, length_mask, masked_max, masked_mean
 from jaxenc.layers.transformer import EncoderBlock, input_stage
 from jaxenc.models.config import EncoderConfig, require
@@ -54,6 +56,27 @@ class TransformerConfig(TransformerSizes):
         super().validate()
 
 
+LayerScoreBias = Callable[[int, jax.Array], ScoreBias | None]
+"""(layer index, the layer's input [B, L, d]) -> that layer's attention score bias, or None."""
+
+
+def encoder_stack(x: jax.Array, lengths: jax.Array, sizes: TransformerSizes, *, train: bool,
+                  score_bias: LayerScoreBias | None = None) -> jax.Array:
+    """`sizes.num_layers` EncoderBlocks ("layer_0", ...) over x [B, L, d] -> [B, L, d], padding
+    keys masked and padding rows zeroed after every layer. Call it inside a module's compact
+    `__call__` (the blocks belong to that module)."""
+    mask = length_mask(lengths, x.shape[1])
+    attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
+    for layer in range(sizes.num_layers):
+        x = EncoderBlock(sizes.num_heads, sizes.ff_dim, sizes.dropout_rate,
+                         sizes.attention_dropout_rate, dtype=sizes.compute_dtype,
+                         name=f"layer_{layer}")(
+            x, attention_mask, train=train,
+            score_bias=None if score_bias is None else score_bias(layer, x))
+        x = x * mask[..., None].astype(x.dtype)
+    return x
+
+
 class TransformerEncoder(nn.Module):
     """{tokens int32[B, L], lengths int32[B]} -> {"tokens": [B, L, d], "sentence": [B, d],
     "memory": [B, L, d], "memory_mask": bool[B, L]}."""
@@ -69,12 +92,7 @@ class TransformerEncoder(nn.Module):
         x = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
                         model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
                         trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype)
-        attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
-        for layer in range(cfg.num_layers):
-            x = EncoderBlock(cfg.num_heads, cfg.ff_dim, cfg.dropout_rate,
-                             cfg.attention_dropout_rate, dtype=cfg.compute_dtype,
-                             name=f"layer_{layer}")(x, attention_mask, train=train)
-            x = x * mask[..., None].astype(x.dtype)
+        x = encoder_stack(x, lengths, cfg, train=train)
         return {"tokens": x, "sentence": POOLINGS[cfg.pooling](x, mask), "memory": x,
                 "memory_mask": mask}
 
