@@ -63,3 +63,19 @@ def test_decoder_logits_equal_the_pinned_ones():
     logits = decoder.apply({"params": pinned_params("decoder")}, targets, target_lengths, memory,
                            length_mask(lengths, memory.shape[1]), train=False)
     np.testing.assert_allclose(logits, PINNED["decoder/outputs/logits"], rtol=1e-5, atol=1e-5)
+
+
+def test_scale_embeddings_multiplies_the_word_vectors_by_sqrt_d():
+    """Vaswani et al.'s sqrt(d_model) scaling (model.scale_embeddings) equals the unscaled model
+    with a word table sqrt(d) times larger (no input projection when embed_dim == model_dim)."""
+    sizes = dict(embed_dim=12, model_dim=12, num_layers=1, num_heads=3, ff_dim=16)
+    scaled = build_encoder(base.model_config("transformer", scale_embeddings=True, **sizes), VOCAB)
+    plain = build_encoder(base.model_config("transformer", **sizes), VOCAB)
+    batch = {"tokens": PINNED["inputs/tokens"], "lengths": PINNED["inputs/lengths"]}
+    params = plain.init(jax.random.key(0), batch, train=False)["params"]
+    bigger = {**params, "embed": {"embedding": params["embed"]["embedding"] * np.sqrt(12.0)}}
+    np.testing.assert_allclose(scaled.apply({"params": params}, batch, train=False)["sentence"],
+                               plain.apply({"params": bigger}, batch, train=False)["sentence"],
+                               rtol=1e-5, atol=1e-6)
+    assert not np.allclose(plain.apply({"params": params}, batch, train=False)["sentence"],
+                           plain.apply({"params": bigger}, batch, train=False)["sentence"])

@@ -33,9 +33,9 @@ def sinusoidal_positions(length: int, features: int) -> jax.Array:
 def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim: int,
                 dropout_rate: float, train: bool, positions: str = "sinusoidal",
                 max_positions: int = 512, trainable_embeddings: bool = True,
-                dtype: jnp.dtype = jnp.float32) -> jax.Array:
-    """tokens int32[B, L] -> Dropout(W_in e(w) + PE) [B, L, model_dim], shared by encoders and
-    decoders.
+                embedding_scale: float = 1.0, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    """tokens int32[B, L] -> Dropout(s W_in e(w) + PE) [B, L, model_dim], shared by encoders and
+    decoders (s = `embedding_scale`; Vaswani et al. use sqrt(model_dim)).
 
     Call it inside a module's compact `__call__`: its submodules belong to that module ("embed",
     the word table `jaxenc.layers.embed.WordEmbed`; "input_projection" when embed_dim !=
@@ -46,6 +46,7 @@ def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim
     if embed_dim != model_dim:
         x = nn.Dense(model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=dtype,
                      name="input_projection")(x)
+    x = x * embedding_scale
     length = tokens.shape[1]
     if positions == "sinusoidal":
         x = x + sinusoidal_positions(length, model_dim).astype(dtype)

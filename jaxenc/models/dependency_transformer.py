@@ -111,7 +111,8 @@ class DependencyTransformer(nn.Module):
         x = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
                         model_dim=cfg.model_dim, dropout_rate=0.0, train=train,
                         positions=cfg.positions, max_positions=cfg.max_positions,
-                        trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype)
+                        trainable_embeddings=not cfg.freeze_embeddings,
+                        embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
         if cfg.uses_levels:  # eq. 1: + l_k
             levels = nn.Embed(cfg.max_level + 1, cfg.model_dim, dtype=cfg.compute_dtype,
                               name="levels")

@@ -157,7 +157,7 @@ class PhraseTransformer(nn.Module):
         words = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
                             model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
                             trainable_embeddings=not cfg.freeze_embeddings,
-                            dtype=cfg.compute_dtype)
+                            embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
         phrases, members = self._hypernodes(sentence, length)
         if cfg.hypernode_init == "mean":
             hyper = masked_mean(gather_rows(words, members), members >= 0)  # [B, M, d]

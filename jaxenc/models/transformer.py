@@ -36,6 +36,14 @@ class TransformerSizes(EncoderConfig):
     ff_dim: int = 600
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+    # Vaswani et al. multiply the embeddings by sqrt(model_dim). Off by default (the results so
+    # far were run without): then small word vectors (U(-0.05, 0.05), 50-d GloVe projected to
+    # 300) are dwarfed by the positions and every sentence starts out nearly the same vector.
+    scale_embeddings: bool = False
+
+    @property
+    def embedding_scale(self) -> float:
+        return float(self.model_dim) ** 0.5 if self.scale_embeddings else 1.0
 
     def validate(self) -> None:
         require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
@@ -91,7 +99,8 @@ class TransformerEncoder(nn.Module):
         mask = length_mask(lengths, tokens.shape[1])
         x = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
                         model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
-                        trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype)
+                        trainable_embeddings=not cfg.freeze_embeddings,
+                        embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
         x = encoder_stack(x, lengths, cfg, train=train)
         return {"tokens": x, "sentence": POOLINGS[cfg.pooling](x, mask), "memory": x,
                 "memory_mask": mask}
