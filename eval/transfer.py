@@ -1,7 +1,7 @@
 """`python -m eval.transfer`: jaxenc.evaluation.transfer's command from a checkout (installed:
 `jaxenc-eval`)."""
 
-from jaxenc.evaluation.transfer import cli
+from jaxenc.evaluation.transfer import command
 
 if __name__ == "__main__":
-    cli()
+    command()

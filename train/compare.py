@@ -1,7 +1,7 @@
 """`python -m train.compare`: jaxenc.training.compare's command from a checkout (installed:
 `jaxenc-compare`)."""
 
-from jaxenc.training.compare import cli
+from jaxenc.training.compare import command
 
 if __name__ == "__main__":
-    cli()
+    command()

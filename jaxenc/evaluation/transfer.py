@@ -289,10 +289,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return results
 
 
-def cli() -> None:
+def command() -> None:
     """The `jaxenc-eval` command (a console script's return value would be its exit status)."""
     main()
 
 
 if __name__ == "__main__":
-    cli()
+    command()

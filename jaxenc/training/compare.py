@@ -120,10 +120,10 @@ def main(argv: Sequence[str] | None = None) -> str:
     return table
 
 
-def cli() -> None:
+def command() -> None:
     """The `jaxenc-compare` command (a console script's return value would be its exit status)."""
     main()
 
 
 if __name__ == "__main__":
-    cli()
+    command()

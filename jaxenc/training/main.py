@@ -104,10 +104,10 @@ def main(argv: list[str]) -> None:
           f"{workdir}/checkpoints and {workdir}/best")
 
 
-def cli() -> None:
+def command() -> None:
     """The `jaxenc-train` / `python -m train.main` command."""
     app.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":
-    cli()
+    command()
