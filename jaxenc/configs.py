@@ -21,7 +21,8 @@ Sections:
               log_every, seed, patience (evaluations without improvement, 0 = off),
               progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
               nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
-              "skip" its update)
+              "skip" its update), samples (seq2seq: greedy outputs of this many dev examples
+              at each evaluation)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
   baselines   name -> model section; each is trained on the same task and reported beside
 """
@@ -85,11 +86,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             hidden_dims=(300,), activation="elu", dropout_rate=0.0,
             pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
             relatedness_hidden_dim=50,        # Tai et al. (2015)
-            decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
-                         label_smoothing=0.1,
+            # "transformer": the generic decoder of these sizes; "model": the model's own
+            # (Mean-Max AAE's, sized by its model section; set for models that have one)
+            decoder=dict(name="transformer", model_dim=256, num_layers=1, num_heads=4,
+                         ff_dim=512, dropout_rate=0.1, label_smoothing=0.1,
                          # test-split decoding for BLEU (jaxenc.tasks.decoding): 1 = greedy
                          beam_size=4, length_penalty=0.6, max_decode_length=64),
         )))
+    if registry.encoder_spec(model).decoder is not None:
+        config.task.head.decoder.name = "model"
     config.task.update_from_flattened_dict(
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
 
@@ -108,7 +113,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
-        progress_bar=True, distributed=False, nonfinite="stop"))
+        progress_bar=True, distributed=False, nonfinite="stop",
+        samples=3))  # seq2seq: greedy outputs of this many dev examples at each evaluation
 
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 

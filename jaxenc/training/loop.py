@@ -47,7 +47,7 @@ from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
-from jaxenc.tasks.tasks import Task, build_task
+from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
 from jaxenc.training import checkpointing, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.sharding import (
@@ -304,6 +304,7 @@ class Setup:
     mesh: Mesh
     state: TrainState
     summary: str  # one line: what is trained on what
+    samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
 
 
 def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
@@ -360,7 +361,11 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                f"train/dev/test examples, vocabulary {len(vocab)}, {total:,} parameters "
                f"({outside:,} outside embeddings), {mesh.size} device(s), batch "
                f"{data_cfg.batch_size}, {batchers['train'].num_batches} steps per epoch")
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary)
+    samples = None
+    if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
+        samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
+                                config.train.samples, config.task.head.decoder.max_decode_length)
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples)
 
 
 class _TrainLog:
@@ -490,6 +495,8 @@ def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: in
     dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
     train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
+    if setup.samples is not None:
+        train_log.bar.write("\n".join(setup.samples(state.params)))
     score = dev[task.primary_metric]
     if not math.isfinite(score):
         log.warning("step %d: dev %s is %s, never a best checkpoint", step, task.primary_metric,
