@@ -13,7 +13,8 @@ Sections:
               TFDS builder, built there once from data_dir or a download), batch sizes,
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
               (GloVe text files, comma-separated, earlier files win) + oov policy,
-              freeze_embeddings, phrase_repeats (SST phrase oversampling)
+              freeze_embeddings, phrase_repeats (SST phrase oversampling), corpus_files (the
+              text files of task.dataset="corpus")
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -105,7 +106,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
         # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
         # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
-        phrase_repeats=1))
+        phrase_repeats=1,
+        # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
+        corpus_files=""))
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
