@@ -14,7 +14,8 @@ Sections:
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
               (GloVe text files, comma-separated, earlier files win) + oov policy,
               freeze_embeddings, phrase_repeats (SST phrase oversampling), corpus_files (the
-              text files of task.dataset="corpus")
+              text files of task.dataset="corpus"), expand_vocabulary (encode any word that
+              has a vector when a trained run is used as an encoder)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -108,7 +109,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
         phrase_repeats=1,
         # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
-        corpus_files=""))
+        corpus_files="",
+        # encoding a trained run (jaxenc.evaluation.encoders.CheckpointEncoder): words outside
+        # the training vocabulary that have a vector in data.embeddings are encoded with it
+        expand_vocabulary=False))
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
