@@ -41,6 +41,7 @@ from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import Line, tokenize
 from jaxenc.data.vocab import SPECIAL_TOKENS, Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.structures.trees import unescape_ptb
 
 NAME = "corpus"  # the dataset name (jaxenc.data.registry)
 MIN_TOKENS, MAX_TOKENS = 4, 32  # the authors' minlen / maxlen
@@ -276,12 +277,13 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
 
 
 def dataset_sentences(examples: Iterable[Example]) -> Iterator[str]:
-    """The sentences of a dataset's examples as lines of space-separated tokens: every sentence
-    of an example, and a translation's target (Multi30k's English side)."""
+    """The sentences of a dataset's examples as lines of space-separated tokens (PTB escapes
+    such as -LRB- undone): every sentence of an example, and a translation's target (Multi30k's
+    English side)."""
     for example in examples:
         sentences = example.sentences if example.target is None else (example.target,)
         for sentence in sentences:
-            yield " ".join(sentence.tokens)
+            yield " ".join(map(unescape_ptb, sentence.tokens))
 
 
 def write_corpus(lines: Iterable[str], out: str | os.PathLike) -> int:
@@ -295,6 +297,11 @@ def write_corpus(lines: Iterable[str], out: str | os.PathLike) -> int:
     return len(seen)
 
 
+# The sentences of shared/data that no transfer evaluation (eval/transfer.py) tests on.
+DEFAULT_SOURCES = ("multi30k:train,multi30k:dev,multi30k:test,ud_ewt:train,ud_ewt:dev,ud_ewt:test,"
+                   "ptb_sample:all,snli:dev,sst2:train,sick_r:train,trec:train,mrpc:train")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     from jaxenc.data import registry
 
@@ -302,10 +309,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="Write the sentences of registered datasets as a corpus file (one sentence "
                     "a line, duplicates removed) for task.dataset=corpus.")
     parser.add_argument("--out", required=True, help="the corpus file to write")
-    parser.add_argument("--datasets", default="multi30k:train,ud_ewt:train,sst2:train,"
-                        "sick_r:train,trec:train",
-                        help="comma-separated DATASET:SPLIT (default: training splits only, so "
-                             "no transfer test sentence is trained on)")
+    parser.add_argument("--datasets", default=DEFAULT_SOURCES,
+                        help="comma-separated DATASET:SPLIT (default: no test sentence of a "
+                             "transfer task: their training splits, and whole datasets that are "
+                             "no transfer task)")
     parser.add_argument("--data_dir", default=None, help="the data root ($JAXENC_DATA_DIR)")
     args = parser.parse_args(argv)
     sources = [item.split(":") for item in args.datasets.split(",") if item]
