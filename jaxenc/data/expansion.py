@@ -4,9 +4,10 @@ word that has a vector (Mean-Max AAE section 4.2, after skip-thoughts).
 The table was never trained, so the vector of a word outside the training vocabulary is as good
 an input as a trained word's. `ExpandedVocabulary` grows the training vocabulary and table by the
 words of the text to encode that the vectors file has (looked up once each, one pass over the file
-per batch of new words, as `eval.encoders.BagOfEmbeddings` does), which encodes that text exactly
-as expanding to every word of the file would, without holding millions of rows. Words without a
-vector stay out of it; under data.oov="drop" (the authors' rule) they are dropped from the input.
+per batch of new words, as `jaxenc.evaluation.encoders.BagOfEmbeddings` does), which encodes that
+text exactly as expanding to every word of the file would, without holding millions of rows.
+Words without a vector stay out of it; under data.oov="drop" (the authors' rule) they are dropped
+from the input.
 The table's rows are padded to a power of two (`capacity`), so an encoder jitted on it recompiles
 only when the capacity doubles.
 """

@@ -37,7 +37,7 @@ Outputs (docs/ARCHITECTURE.md "Encoders"): `tokens` h [B, L, model_dim]; `memory
 embedding [B, S * model_dim]: each slot L2-normalised separately, then concatenated (max half
 first), as the authors encode for SentEval. Vocabulary expansion (any word of the vectors file can
 be encoded, words without a vector are dropped) works because the word table is fixed:
-jaxenc/data/expansion.py, used by eval.encoders.CheckpointEncoder.
+jaxenc/data/expansion.py, used by jaxenc.evaluation.encoders.CheckpointEncoder.
 """
 
 from __future__ import annotations
