@@ -486,6 +486,7 @@ def test_a_run_is_an_encoder_with_vocabulary_expansion(corpus_run):
     assert not np.allclose(vectors[1], vectors[0], atol=1e-4)  # "unseen" counts ...
     np.testing.assert_allclose(vectors[2], vectors[0], rtol=1e-5)  # "zebra" has no vector
     np.testing.assert_array_equal(vectors[3], 0.0)  # nothing left: zeros, not an error
+    np.testing.assert_array_equal(encoder.encode([only_oov]), 0.0)
     # ... with its GloVe vector, appended to the trained (fixed) table
     _, params, _, config = checkpointing.load_trained_encoder(workdir)
     unseen = np.array(next(line.split()[1:] for line in open(config.data.embeddings)

@@ -174,7 +174,7 @@ class CheckpointEncoder:
         features = featurizer.many([Example(sentences=(s,), label=0, uid=f"sentence {i}")
                                     for i, s in enumerate(sentences)])
         lengths = np.array([len(f["sentence/tokens"]) for f in features])
-        buckets = bucket_lengths(int(lengths.max()), self.bucket_step)
+        buckets = bucket_lengths(max(int(lengths.max()), 1), self.bucket_step)  # all empty: 1
         batcher = Batcher(features, batch_size=self.batch_size, buckets=buckets, shuffle=False,
                           packing=self._packing)
         encoded = None
