@@ -13,7 +13,9 @@ Sections:
               TFDS builder, built there once from data_dir or a download), batch sizes,
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
               (GloVe text files, comma-separated, earlier files win) + oov policy,
-              freeze_embeddings, phrase_repeats (SST phrase oversampling)
+              freeze_embeddings, phrase_repeats (SST phrase oversampling), corpus_files (the
+              text files of task.dataset="corpus"), expand_vocabulary (encode any word that
+              has a vector when a trained run is used as an encoder)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -21,7 +23,8 @@ Sections:
               log_every, seed, patience (evaluations without improvement, 0 = off),
               progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
               nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
-              "skip" its update)
+              "skip" its update), samples (seq2seq: greedy outputs of this many dev examples
+              at each evaluation)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
   baselines   name -> model section; each is trained on the same task and reported beside
 """
@@ -85,11 +88,15 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
             hidden_dims=(300,), activation="elu", dropout_rate=0.0,
             pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
             relatedness_hidden_dim=50,        # Tai et al. (2015)
-            decoder=dict(model_dim=256, num_layers=1, num_heads=4, ff_dim=512, dropout_rate=0.1,
-                         label_smoothing=0.1,
+            # "transformer": the generic decoder of these sizes; "model": the model's own
+            # (Mean-Max AAE's, sized by its model section; set for models that have one)
+            decoder=dict(name="transformer", model_dim=256, num_layers=1, num_heads=4,
+                         ff_dim=512, dropout_rate=0.1, label_smoothing=0.1,
                          # test-split decoding for BLEU (jaxenc.tasks.decoding): 1 = greedy
                          beam_size=4, length_penalty=0.6, max_decode_length=64),
         )))
+    if registry.encoder_spec(model).decoder is not None:
+        config.task.head.decoder.name = "model"
     config.task.update_from_flattened_dict(
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
 
@@ -100,7 +107,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
         # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
         # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
-        phrase_repeats=1))
+        phrase_repeats=1,
+        # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
+        corpus_files="",
+        # encoding a trained run (jaxenc.evaluation.encoders.CheckpointEncoder): words outside
+        # the training vocabulary that have a vector in data.embeddings are encoded with it
+        expand_vocabulary=False))
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
@@ -108,7 +120,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
-        progress_bar=True, distributed=False, nonfinite="stop"))
+        progress_bar=True, distributed=False, nonfinite="stop",
+        samples=3))  # seq2seq: greedy outputs of this many dev examples at each evaluation
 
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 

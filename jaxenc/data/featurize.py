@@ -130,6 +130,8 @@ class Featurizer:
       target_vocab: the output vocabulary of seq2seq kinds.
       tags: tag -> id for tagging.
       lowercase_fallback: look unknown words up lower-cased too.
+      keep_empty: a sentence whose words are all dropped (`found`) stays, empty (an encoder
+        gives it a zero vector), instead of raising: for encoding text that is not training data.
     """
 
     kind: str
@@ -141,6 +143,7 @@ class Featurizer:
     target_vocab: Vocabulary | None = None
     tags: Mapping[str, int] | None = None
     lowercase_fallback: bool = False
+    keep_empty: bool = False
     relation_vocab: RelationVocabulary | None = None
     parse_cache_dir: str | os.PathLike | None = None
     structures: arrays.StructureSpec = dataclasses.field(init=False, repr=False)
@@ -196,7 +199,7 @@ class Featurizer:
         ids = self.vocab.encode(sentence.tokens, self.lowercase_fallback)
         if self.found is not None:
             ids = drop_oov(ids, self.found)
-            if not len(ids):
+            if not len(ids) and not self.keep_empty:
                 raise DataError("no word of the sentence has a vector (data.oov='drop')",
                                 path=uid or None, fix="use data.oov='random' or filter the data")
         return {f"{role}/tokens": np.concatenate(

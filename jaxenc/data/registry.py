@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
+from jaxenc.data import corpus, multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
 from jaxenc.data.records import Example
 from jaxenc.errors import DataError
@@ -240,3 +240,13 @@ _register(DatasetInfo("stsb", "relatedness", 6, None, sts.STSB_SPLITS, sts.STSB_
 
 _register(DatasetInfo("synthetic", "single", 2, ("negative", "positive"), _TRAIN_DEV_TEST, None),
           _read_synthetic)
+
+
+def _read_corpus(folder: None, split: str) -> list[Example]:
+    raise DataError("dataset 'corpus' is the text files of a training config's "
+                    "data.corpus_files, read by jaxenc.data.corpus.load_splits(config)",
+                    fix="train with --config.task.dataset=corpus "
+                        "--config.data.corpus_files=A.txt[,B.txt]")
+
+
+_register(DatasetInfo(corpus.NAME, "unlabelled", None, None, corpus.SPLITS, None), _read_corpus)

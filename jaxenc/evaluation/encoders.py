@@ -13,11 +13,12 @@ Every encoder implements `SentenceEncoder`: a stable `name` (the cache key) and
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -108,7 +109,10 @@ class CheckpointEncoder:
 
     Sentences are featurized as the run's config says (vocabulary, structure fields such as PSAN
     segments), batched by length buckets (`jaxenc.data.batching.Batcher`, no shuffling) and
-    encoded by one jitted function (one compile per bucket length).
+    encoded by one jitted function (one compile per bucket length). With the run's
+    data.expand_vocabulary, words outside the training vocabulary are encoded with their vector
+    (`jaxenc.data.expansion`); words without a vector are dropped under data.oov="drop" (a
+    sentence left without words encodes to zeros).
 
     Args:
       workdir: a `python -m train.main --workdir` folder with a best checkpoint.
@@ -119,16 +123,15 @@ class CheckpointEncoder:
 
     def __init__(self, workdir: str | os.PathLike, *, batch_size: int = 128, bucket_step: int = 8,
                  progress: bool = True):
-        import jax
-
         from jaxenc.data.embeddings import load_vectors
+        from jaxenc.data.expansion import ExpandedVocabulary
         from jaxenc.data.featurize import RELATIONS_FILE, Featurizer
         from jaxenc.models.registry import structure_spec
         from jaxenc.structures.relations import RelationVocabulary
         from jaxenc.training.checkpointing import load_trained_encoder
 
         self.workdir = Path(workdir)
-        module, self._params, vocab, config = load_trained_encoder(self.workdir)
+        _, self._params, vocab, config = load_trained_encoder(self.workdir)
         found = None
         if config.data.embeddings and config.data.oov == "drop":  # words without a vector go
             found = load_vectors(config.data.embeddings, vocab, oov="drop",
@@ -140,10 +143,14 @@ class CheckpointEncoder:
             structure_fields=needs.fields, prefix=needs.prefix_tokens, found=found,
             lowercase_fallback=config.data.lowercase_fallback,
             relation_vocab=RelationVocabulary.load(relations) if relations.is_file() else None,
-            parse_cache_dir=self.workdir / "parse_cache")
+            parse_cache_dir=self.workdir / "parse_cache", keep_empty=found is not None)
         self._packing = needs.packing  # one device, one group; planned over this call's batches
-        self._apply = jax.jit(lambda params, fields: module.apply(
-            {"params": params}, fields, train=False)["sentence"])
+        self._model_cfg, self._applies = config.model, {}
+        self._expansion = None
+        if config.data.get("expand_vocabulary"):
+            self._expansion = ExpandedVocabulary(
+                vocab, self._params["embed"]["embedding"], config.data.embeddings, found,
+                lowercase_fallback=config.data.lowercase_fallback)
         self.batch_size, self.bucket_step, self.progress = batch_size, bucket_step, progress
         best = sorted(p.name for p in (self.workdir / "best").iterdir()) if (
             self.workdir / "best").is_dir() else []
@@ -159,22 +166,48 @@ class CheckpointEncoder:
 
         from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
 
+        featurizer, params = self._featurizer, self._params
+        if self._expansion is not None:
+            featurizer, params = self._expanded(sentences)
+        apply = self._apply(len(params["embed"]["embedding"]))
         # The label is required by the "single" featurizer and unused here.
-        features = self._featurizer.many([Example(sentences=(s,), label=0, uid=f"sentence {i}")
-                                          for i, s in enumerate(sentences)])
+        features = featurizer.many([Example(sentences=(s,), label=0, uid=f"sentence {i}")
+                                    for i, s in enumerate(sentences)])
         lengths = np.array([len(f["sentence/tokens"]) for f in features])
-        buckets = bucket_lengths(int(lengths.max()), self.bucket_step)
+        buckets = bucket_lengths(max(int(lengths.max()), 1), self.bucket_step)  # all empty: 1
         batcher = Batcher(features, batch_size=self.batch_size, buckets=buckets, shuffle=False,
                           packing=self._packing)
         encoded = None
         for batch in tqdm(batcher.epoch(0), total=batcher.num_batches, disable=not self.progress,
                           desc=f"encoding {len(sentences)} sentences", unit="batch"):
-            vectors = np.asarray(self._apply(self._params, sentence_fields(batch, "sentence")))
+            vectors = np.asarray(apply(params, sentence_fields(batch, "sentence")))
             if encoded is None:
                 encoded = np.empty((len(sentences), vectors.shape[1]), np.float32)
             real = batch["index"] >= 0
             encoded[batch["index"][real]] = vectors[real]
         return encoded
+
+    def _apply(self, vocab_size: int) -> Callable[[dict, dict], Any]:
+        """The jitted encoder (params, sentence fields) -> sentence vectors, for a word table of
+        `vocab_size` rows (built once per size)."""
+        import jax
+
+        from jaxenc.models.registry import build_encoder
+
+        if vocab_size not in self._applies:
+            module = build_encoder(self._model_cfg, vocab_size)
+            self._applies[vocab_size] = jax.jit(lambda params, fields: module.apply(
+                {"params": params}, fields, train=False)["sentence"])
+        return self._applies[vocab_size]
+
+    def _expanded(self, sentences: Sequence[Sentence]) -> tuple[Any, dict]:
+        """(featurizer, encoder params) of the vocabulary expanded by the sentences' words."""
+        expansion = self._expansion
+        expansion.add(token for sentence in sentences for token in sentence.tokens)
+        featurizer = dataclasses.replace(self._featurizer, vocab=expansion.vocab,
+                                         found=expansion.found)
+        return featurizer, {**self._params,
+                            "embed": {**self._params["embed"], "embedding": expansion.table}}
 
 
 def load_encoder(spec: str) -> SentenceEncoder:

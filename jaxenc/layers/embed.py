@@ -35,10 +35,17 @@ class WordEmbed(nn.Module):
     @nn.compact
     def __call__(self, tokens: jax.Array) -> jax.Array:
         table = self.param("embedding", symmetric_uniform(0.05), (self.vocab_size, self.features))
-        if not self.trainable:
-            table = jax.lax.stop_gradient(table)
-        vectors = jnp.take(table, tokens, axis=0)
-        return vectors * (tokens != PAD_ID)[..., None].astype(vectors.dtype)
+        return look_up(table, tokens, trainable=self.trainable)
+
+
+def look_up(table: jax.Array, tokens: jax.Array, *, trainable: bool = True) -> jax.Array:
+    """Rows of `table` [V, D] for `tokens` int32[...] -> [..., D]; PAD rows are zero, and a
+    table that is not `trainable` gets no gradient (a fixed table, or one shared from elsewhere:
+    Mean-Max AAE's decoder reads its encoder's)."""
+    if not trainable:
+        table = jax.lax.stop_gradient(table)
+    vectors = jnp.take(table, tokens, axis=0)
+    return vectors * (tokens != PAD_ID)[..., None].astype(vectors.dtype)
 
 
 def set_pretrained(params: dict, matrix: np.ndarray, path: tuple[str, ...] = EMBEDDING_PARAM):

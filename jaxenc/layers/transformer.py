@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention, ScoreBias
-from jaxenc.layers.embed import WordEmbed
+from jaxenc.layers.embed import WordEmbed, look_up
 from jaxenc.layers.masks import DirectionalMask, Mask, length_mask
 
 POSITIONS = ("sinusoidal", "learned", "none")
@@ -33,15 +33,22 @@ def sinusoidal_positions(length: int, features: int) -> jax.Array:
 def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim: int,
                 dropout_rate: float, train: bool, positions: str = "sinusoidal",
                 max_positions: int = 512, trainable_embeddings: bool = True,
-                embedding_scale: float = 1.0, dtype: jnp.dtype = jnp.float32) -> jax.Array:
+                embedding_scale: float = 1.0, dtype: jnp.dtype = jnp.float32,
+                word_table: jax.Array | None = None) -> jax.Array:
     """tokens int32[B, L] -> Dropout(s W_in e(w) + PE) [B, L, model_dim], shared by encoders and
     decoders (s = `embedding_scale`; Vaswani et al. use sqrt(model_dim)).
 
     Call it inside a module's compact `__call__`: its submodules belong to that module ("embed",
     the word table `jaxenc.layers.embed.WordEmbed`; "input_projection" when embed_dim !=
-    model_dim; "positions" for learned positions, `max_positions` rows).
+    model_dim; "positions" for learned positions, `max_positions` rows: positions past the last
+    row share it, so text longer than the table still encodes). `word_table` float[V, embed_dim]:
+    read the words from this table (fixed: no gradient) instead of an own "embed" (a decoder
+    that shares its encoder's table).
     """
-    x = WordEmbed(vocab_size, embed_dim, trainable=trainable_embeddings, name="embed")(tokens)
+    if word_table is None:
+        x = WordEmbed(vocab_size, embed_dim, trainable=trainable_embeddings, name="embed")(tokens)
+    else:
+        x = look_up(word_table, tokens, trainable=False)
     x = x.astype(dtype)
     if embed_dim != model_dim:
         x = nn.Dense(model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=dtype,
@@ -52,7 +59,7 @@ def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim
         x = x + sinusoidal_positions(length, model_dim).astype(dtype)
     elif positions == "learned":
         table = nn.Embed(max_positions, model_dim, dtype=dtype, name="positions")
-        x = x + table(jnp.arange(length))
+        x = x + table(jnp.minimum(jnp.arange(length), max_positions - 1))
     return nn.Dropout(dropout_rate)(x, deterministic=not train)
 
 
@@ -124,6 +131,17 @@ class DecoderBlock(nn.Module):
         return norm("ffn_norm")(y + drop(transformed))
 
 
+def decoder_masks(input_lengths: jax.Array, length: int,
+                  memory_mask: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The masks of a decoder over T = `length` target positions with lengths int32[B] reading S
+    memory slots (memory_mask bool[B, S]): real positions bool[B, T], causal self-attention
+    bool[B, T, T] (position t sees 0..t, padding rows see nothing) and memory attention
+    bool[B, T, S] (real positions see the real slots)."""
+    real = length_mask(input_lengths, length)
+    self_mask = DirectionalMask(input_lengths, "causal").matrix(length) & real[..., None]
+    return real, self_mask, real[..., :, None] & memory_mask[..., None, :]
+
+
 class TransformerDecoder(nn.Module):
     """Target tokens [B, T] (shifted right, starting with BOS) + an encoder's memory -> logits
     [B, T, V].
@@ -155,9 +173,7 @@ class TransformerDecoder(nn.Module):
         if memory.shape[-1] != self.model_dim:
             memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
                               name="memory_projection")(memory)
-        real = length_mask(input_lengths, length)
-        self_mask = DirectionalMask(input_lengths, "causal").matrix(length) & real[..., None]
-        memory_rows = real[..., :, None] & memory_mask[..., None, :]  # [B, T, S]
+        real, self_mask, memory_rows = decoder_masks(input_lengths, length, memory_mask)
         for layer in range(self.num_layers):
             y = DecoderBlock(self.num_heads, self.ff_dim, self.dropout_rate, dtype=self.dtype,
                              name=f"layer_{layer}")(y, memory, self_mask, memory_rows,

@@ -28,6 +28,7 @@ ENCODERS: dict[str, str] = {
     "psan": "jaxenc.models.psan",
     "tree_lstm": "jaxenc.models.tree_lstm",
     "phrase_transformer": "jaxenc.models.phrase_transformer",
+    "meanmax_aae": "jaxenc.models.meanmax_aae",
 }
 
 
@@ -44,11 +45,16 @@ class EncoderSpec:
       config: its frozen config class (jaxenc.models.config.EncoderConfig).
       module: its flax module class, built as `module(vocab_size=V, config=config)`.
       structure_spec: config -> the structure fields and prefix tokens it needs.
+      decoder: the model's own seq2seq decoder class (Mean-Max AAE), None for most: built as
+        `decoder(vocab_size=V, config=config)` and called as `decoder(inputs, input_lengths,
+        memory, memory_mask, *, train, word_table)` with the encoder's word table (its output
+        vocabulary is the input vocabulary). Chosen by task.head.decoder.name="model".
     """
 
     config: type[EncoderConfig]
     module: type[nn.Module]
     structure_spec: Callable[[Any], StructureNeeds] = _no_structures
+    decoder: type[nn.Module] | None = None
 
 
 def available(name: str) -> bool:
@@ -88,6 +94,16 @@ def build_encoder(model_cfg: Mapping[str, Any], vocab_size: int) -> nn.Module:
     """The (unbound) encoder module that `model_cfg.name` names."""
     config = encoder_config(model_cfg)
     return encoder_spec(model_cfg["name"]).module(vocab_size=vocab_size, config=config)
+
+
+def own_decoder(encoder: nn.Module, vocab_size: int) -> nn.Module:
+    """The decoder that the model of the built `encoder` brings (EncoderSpec.decoder), with the
+    encoder's config; ConfigError when it has none."""
+    spec = importlib.import_module(type(encoder).__module__).SPEC
+    if spec.decoder is None:
+        raise ConfigError(f"{type(encoder).__name__} has no decoder of its own (fix: "
+                          "--config.task.head.decoder.name=transformer)")
+    return spec.decoder(vocab_size=vocab_size, config=encoder.config)
 
 
 def structure_spec(model_cfg: Mapping[str, Any]) -> StructureNeeds:

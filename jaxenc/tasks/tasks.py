@@ -16,6 +16,7 @@ A `Task` reads a batch (flat dict, docs/ARCHITECTURE.md "Batches"):
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Mapping, Sequence
 
 import flax.linen as nn
@@ -29,8 +30,10 @@ from jaxenc.data.featurize import target_sentence
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
+from jaxenc.layers.embed import EMBEDDING_PARAM
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.transformer import TransformerDecoder
+from jaxenc.models.registry import own_decoder
 from jaxenc.tasks import decoding, losses, metrics
 from jaxenc.tasks.heads import (
     ClassifierHead,
@@ -275,18 +278,24 @@ def decoder_io(batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 class Seq2Seq(nn.Module):
-    """batch {source/..., target/...} -> {"logits": [B, T-1, V]} (Transformer decoder over the
-    encoder output's "memory" slots, those "memory_mask" marks real). `encode` and
-    `next_logits` are the two halves that `translate` calls (method= of apply)."""
+    """batch {source/..., target/...} -> {"logits": [B, T-1, V]} (a decoder over the encoder
+    output's "memory" slots, those "memory_mask" marks real). `encode` and `next_logits` are the
+    two halves that `translate` calls (method= of apply).
+
+    With `share_word_table` the decoder also gets the encoder's word table (params
+    encoder/embed/embedding) as `word_table`: the decoders that a model brings
+    (EncoderSpec.decoder) read their inputs from it.
+    """
 
     encoder: nn.Module
     decoder: nn.Module
+    share_word_table: bool = False
 
     def __call__(self, batch: Batch, *, train: bool) -> Outputs:
         encoded = self.encode(batch, train=train)
         inputs, input_lengths, _ = decoder_io(batch)
         logits = self.decoder(inputs, input_lengths, encoded["memory"], encoded["memory_mask"],
-                              train=train)
+                              train=train, **self._shared())
         return {"logits": logits}
 
     def encode(self, batch: Batch, *, train: bool = False) -> Outputs:
@@ -297,7 +306,17 @@ class Seq2Seq(nn.Module):
                     memory_mask: jax.Array) -> jax.Array:
         """Decoder logits [N, V] at `position` int32[] of a token buffer int32[N, T]."""
         lengths = jnp.full(tokens.shape[:1], tokens.shape[1], jnp.int32)
-        return self.decoder(tokens, lengths, memory, memory_mask, train=False, position=position)
+        return self.decoder(tokens, lengths, memory, memory_mask, train=False, position=position,
+                            **self._shared())
+
+    def _shared(self) -> dict[str, jax.Array]:
+        """{"word_table": the encoder's word table} when the decoder reads it, else {}."""
+        if not self.share_word_table:
+            return {}
+        table = self.encoder.variables["params"]
+        for key in EMBEDDING_PARAM:
+            table = table[key]
+        return {"word_table": table}
 
 
 def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
@@ -317,6 +336,41 @@ def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
     return decoding.beam_search(logits_fn, batch_size, beam_size, max_length, length_penalty)[0]
 
 
+class GreedySamples:
+    """Greedy outputs (`translate`, beam 1) of the first `count` examples of an evaluation batch
+    as printable lines (target, then output): the training loop prints them at each evaluation
+    of a seq2seq task. One compilation, at the first call.
+
+    Args:
+      model: the Seq2Seq task model.
+      batch: a batch of the split (its first `count` rows are decoded, filler rows left out).
+      vocab: the target vocabulary.
+      count: how many examples.
+      max_length: the most tokens decoded.
+    """
+
+    def __init__(self, model: Seq2Seq, batch: Mapping[str, np.ndarray], vocab: Vocabulary,
+                 count: int, max_length: int):
+        real = int(np.sum(np.asarray(batch["weight"])[:count] > 0))
+        self.batch = {key: np.asarray(value)[:real] for key, value in batch.items()}
+        self.vocab = vocab
+        self._decode = jax.jit(functools.partial(translate, model, max_length=max_length))
+
+    def __call__(self, params: dict) -> list[str]:
+        outputs = np.asarray(self._decode(params, self.batch))
+        targets, lengths = self.batch["target/tokens"], self.batch["target/lengths"]
+        lines = []
+        for target, length, output in zip(targets, lengths, outputs, strict=True):
+            lines += [f"  target: {' '.join(self.vocab.decode(target[1:length - 1]))}",
+                      f"  greedy: {' '.join(self.vocab.decode(decoding.strip_special(output)))}"]
+        return lines
+
+
+# task.head.decoder.name: the generic Transformer decoder (its sizes in task.head.decoder), or
+# the decoder the encoder's model brings (jaxenc.models.registry.EncoderSpec.decoder).
+DECODERS = ("transformer", "model")
+
+
 class Seq2SeqTask(Task):
     """Translation or autoencoding: token cross-entropy (label smoothing) incl. EOS, padding
     masked; metrics: token accuracy (teacher forcing), per-token loss and perplexity. Given the
@@ -331,9 +385,20 @@ class Seq2SeqTask(Task):
         self.decoder_cfg = head_cfg.decoder
         self.target_vocab = target_vocab
         self.generates = target_vocab is not None
+        if self.decoder_cfg.name not in DECODERS:
+            raise ConfigError(f"task.head.decoder.name={self.decoder_cfg.name!r} is not one of "
+                              f"{', '.join(DECODERS)} (fix: --config.task.head.decoder.name="
+                              "transformer)")
+        if self.decoder_cfg.name == "model" and kind != "unlabelled":
+            raise ConfigError("a model's own decoder reads the input word table, so its output "
+                              f"vocabulary is the input one: it cannot decode a {kind} dataset "
+                              "(fix: --config.task.head.decoder.name=transformer)")
 
     def build_model(self, encoder: nn.Module) -> nn.Module:
         cfg = self.decoder_cfg
+        if cfg.name == "model":
+            return Seq2Seq(encoder, own_decoder(encoder, self.target_vocab_size),
+                           share_word_table=True)
         decoder = TransformerDecoder(self.target_vocab_size, cfg.model_dim, cfg.num_layers,
                                      cfg.num_heads, cfg.ff_dim, cfg.dropout_rate)
         return Seq2Seq(encoder, decoder)

@@ -53,7 +53,8 @@ LATEST_DIR, BEST_DIR = "checkpoints", "best"
 RESUMABLE_KEYS = frozenset({
     "train.eval_every", "train.log_every", "train.progress_bar", "train.distributed",
     "train.nonfinite", "checkpoint.every", "checkpoint.keep", "checkpoint.best_k",
-    "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
+    "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
+    "train.samples", "data.expand_vocabulary"})  # what is printed; how a finished run encodes
 RESUMABLE_SECTIONS = ("baselines",)
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
 _ABSENT = "<absent>"

@@ -38,7 +38,7 @@ import optax
 import tqdm
 from jax.sharding import Mesh
 
-from jaxenc.data import registry, sst
+from jaxenc.data import corpus, registry, sst
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
@@ -47,7 +47,7 @@ from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
-from jaxenc.tasks.tasks import Task, build_task
+from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
 from jaxenc.training import checkpointing, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.sharding import (
@@ -121,6 +121,8 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
     (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
     test_fraction, deterministically given train.seed."""
     info = registry.DATASETS[config.task.dataset]
+    if info.name == corpus.NAME:  # data.corpus_files, streamed; the reader makes the splits
+        return corpus.load_splits(config)
     if config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
         from jaxenc.data import tfds_builders
 
@@ -163,9 +165,12 @@ def _repeat_phrases(train: list[Example], dataset: str, repeats: int) -> list[Ex
 
 
 def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
-                       data_cfg: ml_collections.ConfigDict) -> dict[str, Vocabulary]:
+                       data_cfg: ml_collections.ConfigDict, *,
+                       filtered: bool = False) -> dict[str, Vocabulary]:
     """"vocab" (inputs) and, for seq2seq, "target_vocab": loaded from workdir when a previous run
-    saved them (resuming), else built from the training examples."""
+    saved them (resuming), else built from the training examples; `filtered`: every word of
+    theirs is kept (the corpus dataset applied data.min_count / max_vocab to its whole text)."""
+    min_count, max_size = (1, None) if filtered else (data_cfg.min_count, data_cfg.max_vocab)
     sources = {"vocab": lambda: (s.tokens for e in train for s in e.sentences)}
     if kind == "translation":
         sources["target_vocab"] = lambda: (e.target.tokens for e in train)
@@ -174,8 +179,7 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
         saved = workdir / f"{name}.txt"
         vocabularies[name] = (
             Vocabulary.load(saved, lowercase=data_cfg.lowercase) if saved.is_file()
-            else Vocabulary.build(token_lists(), min_count=data_cfg.min_count,
-                                  max_size=data_cfg.max_vocab or None,
+            else Vocabulary.build(token_lists(), min_count=min_count, max_size=max_size or None,
                                   lowercase=data_cfg.lowercase))
     if kind == "unlabelled":  # autoencoding: the target is the input
         vocabularies["target_vocab"] = vocabularies["vocab"]
@@ -304,6 +308,7 @@ class Setup:
     mesh: Mesh
     state: TrainState
     summary: str  # one line: what is trained on what
+    samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
 
 
 def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
@@ -314,7 +319,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     for batch_size in (data_cfg.batch_size, data_cfg.eval_batch_size):
         check_batch_size(batch_size, mesh)
     info = registry.DATASETS[config.task.dataset]
-    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg)
+    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg,
+                                      filtered=info.name == corpus.NAME)
     vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
     encoder = models.build_encoder(config.model, len(vocab))
     pretrained = found = None
@@ -360,7 +366,11 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                f"train/dev/test examples, vocabulary {len(vocab)}, {total:,} parameters "
                f"({outside:,} outside embeddings), {mesh.size} device(s), batch "
                f"{data_cfg.batch_size}, {batchers['train'].num_batches} steps per epoch")
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary)
+    samples = None
+    if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
+        samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
+                                config.train.samples, config.task.head.decoder.max_decode_length)
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples)
 
 
 class _TrainLog:
@@ -490,6 +500,8 @@ def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: in
     dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
     train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
+    if setup.samples is not None:
+        train_log.bar.write("\n".join(setup.samples(state.params)))
     score = dev[task.primary_metric]
     if not math.isfinite(score):
         log.warning("step %d: dev %s is %s, never a best checkpoint", step, task.primary_metric,

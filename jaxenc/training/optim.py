@@ -2,8 +2,9 @@
 
 The update is, in order: g += weight_decay * W for weight matrices only (the gradient of
 weight_decay / 2 * ||W||^2, i.e. TF's `weight_decay * tf.nn.l2_loss(W)` as in DiSAN's code), clip
-the global norm of g to `clip_norm`, then the named optimiser. Parameters under a frozen
-embedding table get no update and no optimiser state.
+the global norm of g to `clip_norm`, then the named optimiser. Frozen word tables (every
+`embed/embedding` leaf, e.g. an encoder's) get no update and no optimiser state; learned position
+and level tables are not word tables and keep training.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ml_collections
 import optax
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.embed import EMBEDDING_PARAM
 
 Params = dict
 
@@ -33,11 +35,18 @@ def weight_decay_mask(params: Params) -> Params:
                                             params)
 
 
+def _is_word_table(path: tuple) -> bool:
+    """Whether a leaf is a word table (`embed/embedding`); position or level tables are not."""
+    names = tuple(str(getattr(key, "key", key)) for key in path[-len(EMBEDDING_PARAM):])
+    return names == EMBEDDING_PARAM
+
+
 def trainable_labels(params: Params, freeze_embeddings: bool) -> Params:
-    """"frozen" for embedding tables when `freeze_embeddings`, else "trainable" (per leaf)."""
+    """"frozen" for the word tables when `freeze_embeddings` (learned position and level tables
+    keep training), else "trainable" (per leaf)."""
     return jax.tree_util.tree_map_with_path(
-        lambda path, _: "frozen" if freeze_embeddings and _leaf_name(path) == EMBEDDING_LEAF
-        else "trainable", params)
+        lambda path, _: "frozen" if freeze_embeddings and _is_word_table(path) else "trainable",
+        params)
 
 
 LearningRate = float | optax.Schedule

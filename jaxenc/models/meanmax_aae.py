@@ -1,0 +1,214 @@
+"""Mean-Max Attention Autoencoder (Zhang et al., EMNLP 2018), spec meanmax_aae.md.
+
+An unsupervised sentence encoder trained to reconstruct its input (task.dataset="corpus": any text
+file, jaxenc/data/corpus.py). Equation numbers are the paper's.
+
+Encoder (`MeanMaxAAE`), one layer:
+    eq. 1-2   x_t = e_t + p_t                 fixed word vectors (GloVe) + positions: sinusoidal
+                                              (paper) or `max_positions` learned rows (the code)
+    eq. 8     a_t = MultiHead(x_t, x, x)      embed_dim -> model_dim, heads concatenated, NO
+                                              residual and NO output projection (eq. 3-7; the
+                                              code puts a ReLU on the Q/K/V projections:
+                                              `relu_projections`)
+    eq. 9     ā_t = LN(a_t)
+    eq. 10-11 h_t = LN(FFN(ā_t) + ā_t)        FFN model_dim -> ff_dim (ReLU) -> model_dim
+    eq. 12-14 z = [max_t h_t ; mean_t h_t]    over the real tokens only: the two memory slots
+Decoder (`MeanMaxDecoder`, the model's own seq2seq decoder), one layer, over y = the embeddings of
+<s> + the target shifted right (the encoder's fixed word table) + its own positions:
+    eq. 15-16 ā_t = LN(MultiHead(y_t, y_<=t, y_<=t))   causal, no residual
+    eq. 17-18 ā^z_t = LN(MultiHead(ā_t, z, z) + ā_t)   over the memory slots, residual
+    eq. 19-20 h_t = LN(FFN(ā^z_t) + ā^z_t)
+    eq. 21    P(w_t | w_<t, z) = softmax(W h_t + b)    over the input vocabulary
+    eq. 22    the token cross-entropy incl. </s> (label smoothing 0.1 as in the code:
+              task.head.decoder.label_smoothing; jaxenc.tasks.tasks.Seq2SeqTask)
+Every attention here is `jaxenc.layers.attention.MultiHeadAttention` with
+`output_projection=False`; dropout (`dropout_rate`, 0.5) is applied to the inputs and to the
+attention weights, as in the code.
+
+Padding is masked everywhere: padded keys get no attention weight, padded positions are zeroed
+and never pooled, the decoder's padded positions see nothing and are left out of the loss. The
+authors' code does not mask attention: its key mask is sign(sum(x)) of the inputs after the
+positions were added, which is never zero, so padded keys are attended; it gets away with it
+because its batches hold sentences of one length (its pooling does use the length mask).
+
+Outputs (docs/ARCHITECTURE.md "Encoders"): `tokens` h [B, L, model_dim]; `memory` the pooled slots
+[B, S, model_dim] (S = 2: max slot, mean slot; S = 1 for the mean-only / max-only ablations,
+`pooling`); `memory_mask` bool[B, S], True for every non-empty sentence; `sentence` the transfer
+embedding [B, S * model_dim]: each slot L2-normalised separately, then concatenated (max half
+first), as the authors encode for SentEval. Vocabulary expansion (any word of the vectors file can
+be encoded, words without a vector are dropped) works because the word table is fixed:
+jaxenc/data/expansion.py, used by jaxenc.evaluation.encoders.CheckpointEncoder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention
+from jaxenc.layers.masks import Mask, PaddingMask, length_mask, masked_max, masked_mean
+from jaxenc.layers.transformer import POSITIONS, FeedForward, decoder_masks, input_stage
+from jaxenc.models.config import EncoderConfig, require
+from jaxenc.models.registry import EncoderSpec
+
+POOLINGS = ("meanmax", "mean", "max")
+NORM_EPSILON = 1e-12  # squared norms below this count as zero vectors (no NaN gradient)
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanMaxAAEConfig(EncoderConfig):
+    """The paper's setting (section 4.2; the code's conf.json where the paper is silent).
+
+    Attributes (besides EncoderConfig's; the word vectors are fixed GloVe, 300-d):
+      model_dim: d_m, the width of the attention output and of the hidden vectors (2048).
+      ff_dim: d_f, the FFN's inner width (4096).
+      num_heads: l, parallel attention heads (8).
+      dropout_rate: dropout on the inputs and on every attention's weights (0.5).
+      positions: "sinusoidal" (paper eq. 1-2), "learned" (the code: `max_positions` rows) or
+        "none"; the encoder and the decoder have their own.
+      max_positions: learned position rows (the code: maxlen 32 + 2).
+      relu_projections: ReLU on the Q/K/V projections of every attention (the code; the paper's
+        eq. 7 has none).
+      pooling: "meanmax" (two memory slots), or the ablations "mean" / "max" (one slot).
+    """
+
+    freeze_embeddings: bool = True
+    model_dim: int = 2048
+    ff_dim: int = 4096
+    num_heads: int = 8
+    dropout_rate: float = 0.5
+    positions: str = "sinusoidal"
+    max_positions: int = 34
+    relu_projections: bool = True
+    pooling: str = "meanmax"
+
+    def validate(self) -> None:
+        require(self.pooling in POOLINGS, "pooling", self.pooling,
+                f"is not one of {', '.join(POOLINGS)}", "meanmax")
+        require(self.positions in POSITIONS, "positions", self.positions,
+                f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
+        require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
+                f"is not divisible by model.num_heads={self.num_heads}",
+                self.num_heads * max(1, self.model_dim // self.num_heads))
+        require(self.max_positions >= 1, "max_positions", self.max_positions,
+                "is not a positive number of position rows", 34)
+        require(0.0 <= self.dropout_rate < 1.0, "dropout_rate", self.dropout_rate,
+                "is not in [0, 1)", 0.5)
+        super().validate()
+
+    @property
+    def num_slots(self) -> int:
+        """S, the memory slots: 2 for mean-max pooling, 1 for the ablations."""
+        return 2 if self.pooling == "meanmax" else 1
+
+
+def _inputs(cfg: MeanMaxAAEConfig, tokens: jax.Array, vocab_size: int, *, train: bool,
+            word_table: jax.Array | None = None) -> jax.Array:
+    """eq. 1-2: tokens int32[B, L] -> Dropout(e_t + p_t) [B, L, embed_dim] (no projection)."""
+    return input_stage(tokens, vocab_size=vocab_size, embed_dim=cfg.embed_dim,
+                       model_dim=cfg.embed_dim, dropout_rate=cfg.dropout_rate, train=train,
+                       positions=cfg.positions, max_positions=cfg.max_positions,
+                       trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype,
+                       word_table=word_table)
+
+
+def _attention(cfg: MeanMaxAAEConfig, name: str, queries: jax.Array, memory: jax.Array,
+               mask: Mask | jax.Array, *, train: bool) -> jax.Array:
+    """eq. 3-7: MultiHead(queries [B, Lq, Dq], memory [B, Lk, Dk]) -> [B, Lq, model_dim], the
+    heads concatenated without an output projection (call inside a compact method)."""
+    return MultiHeadAttention(
+        cfg.num_heads, qkv_features=cfg.model_dim, output_projection=False,
+        projection_activation="relu" if cfg.relu_projections else "linear",
+        dropout_rate=cfg.dropout_rate, dtype=cfg.compute_dtype, name=name)(
+        queries, memory, mask, train=train)
+
+
+def _norm(name: str, x: jax.Array, dtype: jnp.dtype) -> jax.Array:
+    return nn.LayerNorm(dtype=dtype, name=name)(x)
+
+
+def _feed_forward(cfg: MeanMaxAAEConfig, x: jax.Array, *, train: bool) -> jax.Array:
+    """eq. 10-11 / 19-20: LN(FFN(x) + x), [B, L, model_dim] -> [B, L, model_dim]."""
+    transformed = FeedForward(cfg.ff_dim, dtype=cfg.compute_dtype, name="ffn")(x, train=train)
+    return _norm("ffn_norm", transformed + x, cfg.compute_dtype)
+
+
+def pool(h: jax.Array, mask: jax.Array, pooling: str) -> jax.Array:
+    """eq. 12-14: h [B, L, D] over the positions `mask` bool[B, L] marks real -> the memory slots
+    [B, S, D]: (max, mean) for "meanmax", (mean,) or (max,) for the ablations; zeros for a
+    sentence without a real position."""
+    slots = {"max": (masked_max,), "mean": (masked_mean,),
+             "meanmax": (masked_max, masked_mean)}[pooling]
+    return jnp.stack([reduce(h, mask) for reduce in slots], axis=1)
+
+
+def transfer_embedding(slots: jax.Array) -> jax.Array:
+    """slots [B, S, D] -> [B, S * D]: each slot divided by its L2 norm (zero stays zero, with a
+    finite gradient), concatenated in slot order."""
+    squared = jnp.sum(jnp.square(slots.astype(jnp.float32)), axis=-1, keepdims=True)
+    normalised = slots * jax.lax.rsqrt(jnp.maximum(squared, NORM_EPSILON))
+    return normalised.reshape(slots.shape[0], -1)
+
+
+class MeanMaxAAE(nn.Module):
+    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": h [B, L, d_m], "sentence":
+    [B, S d_m], "memory": z [B, S, d_m], "memory_mask": bool[B, S]} (module docstring)."""
+
+    vocab_size: int
+    config: MeanMaxAAEConfig = MeanMaxAAEConfig()
+
+    @nn.compact
+    def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
+        cfg = self.config
+        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        real = length_mask(lengths, tokens.shape[1])
+        x = _inputs(cfg, tokens, self.vocab_size, train=train)
+        attended = _attention(cfg, "self_attention", x, x, PaddingMask(lengths, lengths),
+                              train=train)  # eq. 8
+        a = _norm("attention_norm", attended, cfg.compute_dtype)  # eq. 9
+        h = _feed_forward(cfg, a, train=train) * real[..., None].astype(a.dtype)  # eq. 10-11
+        memory = pool(h, real, cfg.pooling)
+        memory_mask = jnp.broadcast_to((lengths > 0)[:, None], memory.shape[:2])
+        return {"tokens": h, "sentence": transfer_embedding(memory), "memory": memory,
+                "memory_mask": memory_mask}
+
+
+class MeanMaxDecoder(nn.Module):
+    """Decoder inputs [B, T] ([BOS, w_1..w_n], PAD after) + the encoder's memory slots -> logits
+    [B, T, V] over the input vocabulary (module docstring, eq. 15-21); the TransformerDecoder's
+    call, plus the word table.
+
+    Called by `jaxenc.tasks.tasks.Seq2Seq` with `word_table` float[V, embed_dim], the encoder's
+    fixed word table, so the decoder reads the same vectors and has no table of its own.
+    """
+
+    vocab_size: int
+    config: MeanMaxAAEConfig = MeanMaxAAEConfig()
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
+                 memory_mask: jax.Array, *, train: bool, word_table: jax.Array,
+                 position: jax.Array | None = None) -> jax.Array:
+        """inputs int32[B, T], input_lengths int32[B], memory [B, S, d_m], memory_mask
+        bool[B, S], word_table float[V, embed_dim]; with `position` int32[] only that position's
+        logits [B, V] (decoding)."""
+        cfg = self.config
+        real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1], memory_mask)
+        y = _inputs(cfg, inputs, self.vocab_size, train=train, word_table=word_table)
+        a = _norm("self_attention_norm",
+                  _attention(cfg, "self_attention", y, y, self_mask, train=train),
+                  cfg.compute_dtype)  # eq. 15-16
+        a = _norm("memory_attention_norm",
+                  _attention(cfg, "memory_attention", a, memory, memory_rows, train=train) + a,
+                  cfg.compute_dtype)  # eq. 17-18
+        h = _feed_forward(cfg, a, train=train) * real[..., None].astype(a.dtype)  # eq. 19-20
+        if position is not None:
+            h = jnp.take(h, position, axis=1)
+        return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, dtype=cfg.compute_dtype,
+                        name="logits")(h).astype(jnp.float32)  # eq. 21
+
+
+SPEC = EncoderSpec(config=MeanMaxAAEConfig, module=MeanMaxAAE, decoder=MeanMaxDecoder)
