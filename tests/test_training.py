@@ -400,6 +400,11 @@ def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
     for row, path in zip(rows, [workdir, workdir / "baselines" / "transformer"], strict=True):
         assert row["steps"] == 40 and row["best step"] in (20, 40)
         assert row["compiled shapes"] == 2  # buckets 16 and 32, nothing else
+        assert np.isfinite(row["encode sent/s"]) and row["encode sent/s"] > 0
+        # the train step's arguments alone hold the params and Adam's two moments
+        params_mib = sum(leaf.nbytes for leaf in jax.tree.leaves(
+            checkpointing.load_trained_encoder(path)[1])) / 2**20
+        assert row["train peak MiB"] >= 3 * params_mib > 0
         assert 0.0 <= row["test accuracy"] <= 1.0
         records = report.read_metrics(path / report.METRICS_FILE)
         assert [r["step"] for r in records if r["split"] == "train"] == [10, 20, 30, 40]
@@ -416,6 +421,7 @@ def test_finished_run_resumes_without_training_again(finished_run):
     again = loop.train_and_evaluate(config, workdir)
     assert again["test accuracy"] == rows[0]["test accuracy"]
     assert again["compiled shapes"] == 0  # nothing left to train
+    assert np.isnan(again["train peak MiB"])  # not compiled only to be measured
 
 
 def test_load_trained_encoder(finished_run):

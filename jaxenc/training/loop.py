@@ -48,7 +48,7 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
-from jaxenc.training import checkpointing, report
+from jaxenc.training import checkpointing, measure, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.sharding import (
     check_batch_size,
@@ -65,6 +65,7 @@ from jaxenc.training.state import (
 )
 from jaxenc.training.steps import (
     EvalStep,
+    TrainStep,
     make_eval_step,
     make_test_step,
     make_train_step,
@@ -446,9 +447,9 @@ def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
 
 
 def fit(setup: Setup, state: TrainState, position: Position,
-        checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position, int]:
+        checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position, TrainStep]:
     """Trains from `state` / `position` to the end (or early stop); returns the final state and
-    position and how many shapes the train step compiled."""
+    position and the jitted train step (its cache holds the shapes it compiled)."""
     config, mesh, task = setup.config, setup.mesh, setup.task
     train_cfg, batcher = config.train, setup.batchers["train"]
     total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
@@ -489,7 +490,7 @@ def fit(setup: Setup, state: TrainState, position: Position,
     if position.stopped:
         log.info("early stopping at step %d: no dev improvement in %d evaluations", step,
                  train_cfg.patience)
-    return state, position, train_step._cache_size()
+    return state, position, train_step
 
 
 def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: int,
@@ -539,7 +540,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
             log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
                 f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
-    state, position, compiled = fit(setup, state, position, checkpoints)
+    state, position, train_step = fit(setup, state, position, checkpoints)
+    compiled = train_step._cache_size()
 
     checkpoints.wait()
     best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
@@ -563,7 +565,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         "steps": int(state.step), "best step": position.best_step,
         f"dev {metric}": final["dev"][metric],
         **{f"test {name}": value for name, value in final["test"].items() if name != "loss"},
-        "train s": round(position.train_seconds), "compiled shapes": compiled,
+        "train s": round(position.train_seconds),
+        "encode sent/s": round(measure.encode_sentences_per_second(
+            setup.model, best, setup.batchers["test"], setup.mesh)),
+        # nothing trained in this process (a finished run resumed): not compiled just for this
+        "train peak MiB": round(measure.train_step_peak_mib(
+            train_step, state, setup.batchers["train"], setup.mesh), 1) if compiled else math.nan,
+        "compiled shapes": compiled,
         "workdir": str(workdir), "notes": notes,
     }
 
