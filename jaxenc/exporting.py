@@ -3,8 +3,9 @@ it back as an `jaxenc.encoding.Encoder`.
 
     python -m jaxenc export WORKDIR OUT [--batch_size 64] [--platforms cpu,cuda] ...
 
-An export holds everything encoding needs, and no path into the training run
-(docs/ARCHITECTURE.md, "Export format"):
+An export holds everything encoding needs: nothing outside it is read again (the paths it
+records, of the run and the vectors file, are for the record). docs/ARCHITECTURE.md, "Export
+format":
 
   format.json           what the export is: FORMAT_NAME, FORMAT_VERSION, the model config,
                         vector size, vocabulary options, tokenizer, parser settings, buckets and
@@ -190,9 +191,13 @@ def read_description(folder: Path) -> dict[str, Any]:
 
 def _check_arguments(out_dir: Path, batch_size: int, platforms: Sequence[str],
                      overwrite: bool) -> None:
-    if out_dir.exists() and not overwrite and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise ConfigError(f"{out_dir} exists (fix: pass a new folder, or --overwrite to replace "
-                          "it)")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        if not overwrite:
+            raise ConfigError(f"{out_dir} exists (fix: pass a new folder, or --overwrite to "
+                              "replace it)")
+        if not is_export(out_dir):  # --overwrite replaces an export, nothing else
+            raise ConfigError(f"{out_dir} exists and is not an export, --overwrite leaves it "
+                              "(fix: pass a new folder)")
     if batch_size < 1:
         raise ConfigError(f"--batch_size {batch_size} (fix: a positive number of rows)")
     unknown = sorted(set(platforms) - set(PLATFORMS)) or ([] if platforms else ["none given"])

@@ -11,8 +11,10 @@ rows, as `jaxenc.load(path).featurize(sentences, batch_size=B)` gives it, withou
 `tokens` int32[B, L] (vocab.txt ids, the model's prefix tokens first), `lengths` int32[B] (0 for
 filler rows) and the model's structure fields; `encoder.inputs(L)` lists every field's shape and
 dtype. Models without structure fields (bag, transformer, disan, meanmax_aae) need only the
-tokens and lengths. A sentence longer than the largest bucket must be cut to it here (jaxenc's
-`encode` compiles a longer bucket instead). Each bucket's function is a `jax.export.Exported`
+tokens and lengths (vocab.txt ids, unknown words looked up lower-cased when format.json's
+`lowercase_fallback` says so). A sentence longer than the largest bucket has no function here
+(jaxenc's `encode` compiles a longer bucket): cut its ids to the bucket, or encode it with jaxenc.
+Each bucket's function is a `jax.export.Exported`
 taking `(params, fields)`: pass fine-tuned params to `encoder(fields, params)`; an export made
 with `differentiable=True` can be differentiated with respect to them.
 
