@@ -110,7 +110,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         phrase_repeats=1,
         # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
         corpus_files="",
-        # encoding a trained run (jaxenc.evaluation.encoders.CheckpointEncoder): words outside
+        # encoding a trained run (jaxenc.encoding.Encoder: its workdir or export): words outside
         # the training vocabulary that have a vector in data.embeddings are encoded with it
         expand_vocabulary=False))
 

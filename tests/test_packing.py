@@ -13,7 +13,7 @@ import pytest
 
 from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
-from jaxenc.data.packing import PackingConfig, level_prefix, pack
+from jaxenc.data.packing import PackingConfig, level_prefix, pack, worst_capacities
 from jaxenc.errors import ConfigError, ParserUnavailableError
 from jaxenc.layers.masks import masked_mean, masked_softmax
 from jaxenc.layers.packing import apply_packed, gather_phrases, level_plan, scatter_phrases
@@ -107,7 +107,7 @@ def loop_check(batch: dict, features: list[dict], config: PackingConfig) -> None
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("capacity", ["planned", "bound"])
+@pytest.mark.parametrize("capacity", ["planned", "bound", "worst"])
 @pytest.mark.parametrize("groups", [1, 2])
 def test_plan_holds_every_phrase_once_in_order(scheme, capacity, groups):
     features = random_features(70, seed=groups)
@@ -116,6 +116,30 @@ def test_plan_holds_every_phrase_once_in_order(scheme, capacity, groups):
     for epoch in range(4):  # epochs 2 and 3 are past the planned ones
         for batch in source.epoch(epoch):
             loop_check(batch, features, config)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_worst_capacities_do_not_depend_on_the_data_and_fit_the_worst_batch(scheme):
+    config = PackingConfig(scheme, "worst", groups=2)
+    shapes = []
+    for seed in (0, 1):
+        by_bucket = collections.defaultdict(set)
+        for batch in batcher(random_features(40, seed=seed), config).epoch(0):
+            by_bucket[batch["sentence/tokens"].shape[1]].add(tuple(sorted(
+                plan_shapes(batch).items())))
+        assert all(len(found) == 1 for found in by_bucket.values())  # one shape per bucket
+        shapes.append(by_bucket)
+    assert shapes[0] == shapes[1]
+    for length in BUCKETS:  # every row full, at every level phrases of one class's shortest
+        lengths = config.class_lengths(length)
+        capacities = worst_capacities(lengths, length, BATCH // 2, LEVELS)
+        for shortest in np.concatenate([[0], lengths[:-1]]) + 1:
+            count = length // shortest
+            blocks = np.full((BATCH, LEVELS, length, 2), -1, np.int32)
+            blocks[:, :, :count] = np.stack([np.arange(count) * shortest,
+                                             np.full(count, shortest)], axis=-1)
+            blocks[:, :, count - 1, 1] += length - count * shortest  # the rest: the last one's
+            assert pack(blocks, lengths, capacities, groups=2) is not None
 
 
 def test_hand_worked_plan_and_overflow():

@@ -197,6 +197,73 @@ def vector_paths(path: str | os.PathLike | Sequence[str | os.PathLike]) -> list[
     return paths
 
 
+@dataclasses.dataclass
+class _Reading:
+    """What `_vector_lines` learnt so far: the vector size, the lines read and skipped."""
+
+    dim: int | None = None
+    lines_read: int = 0
+    invalid: int = 0
+
+
+def _vector_lines(paths: Sequence[Path], reading: _Reading, expected_dim: int | None = None
+                  ) -> Iterator[tuple[Path, int, str, str | list]]:
+    """(file, line number, word, its numbers unparsed) of every vector line of `paths`, in order.
+
+    Lines that are not valid UTF-8 are counted in `reading` and skipped; `reading.dim` is the
+    word2vec header's size, else the first line's. DataError for a first line without numbers, a
+    size other than `expected_dim`, or a word2vec header whose count the file does not have."""
+    checked = False
+    for path in paths:
+        header, file_lines = None, 0
+        for number, raw in _numbered_lines(path):
+            try:
+                line = raw.decode("utf-8").rstrip()
+            except UnicodeDecodeError:
+                reading.lines_read, reading.invalid = reading.lines_read + 1, reading.invalid + 1
+                file_lines += 1
+                continue
+            if number == 1 and (header := _word2vec_header(line)) is not None:
+                reading.dim = header[1] if reading.dim is None else reading.dim
+                continue
+            if not line:
+                continue
+            reading.lines_read, file_lines = reading.lines_read + 1, file_lines + 1
+            if reading.dim is None:
+                reading.dim = len(line.split()) - 1
+            if not checked:
+                _check_dim(reading.dim, expected_dim, path, number)
+                checked = True
+            yield path, number, *_split_vector_line(line, reading.dim, path, number)
+        if header is not None and header[0] != file_lines:
+            raise DataError(f"the word2vec header announces {header[0]} vectors, the file has "
+                            f"{file_lines}", path=path, line=1, fix="the file is truncated; "
+                            "re-download it")
+
+
+def _check_dim(dim: int, expected_dim: int | None, path: Path, number: int) -> None:
+    """DataError for vectors without numbers or of another size than `expected_dim`."""
+    if dim < 1:
+        raise DataError("the first vector line has no numbers", path=path, line=number,
+                        fix="give GloVe lines 'word v1 ... vd'")
+    if expected_dim is not None and dim != expected_dim:
+        raise DataError(f"the vectors are {dim}-d, {expected_dim}-d expected", path=path,
+                        line=number, fix="use a file of that size or change the embedding size "
+                        "in the config")
+
+
+def vector_words(path: str | os.PathLike | Sequence[str | os.PathLike],
+                 limit: int | None = None) -> list[str]:
+    """The distinct words of vectors file(s) (as `load_vectors` reads them), in file order; at
+    most `limit` of them (GloVe lists the most frequent words first)."""
+    words: dict[str, None] = {}
+    for _, _, word, _ in _vector_lines(vector_paths(path), _Reading()):
+        if limit is not None and len(words) >= limit:
+            break
+        words.setdefault(word)
+    return list(words)
+
+
 def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: Vocabulary, *,
                  oov: str = "random", seed: int = 0, lowercase_fallback: bool = True,
                  expected_dim: int | None = None,
@@ -224,47 +291,19 @@ def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: V
     fallback = _fallback_index(vocab) if lowercase_fallback else {}
     exact = np.zeros(len(vocab), dtype=bool)
     lower = np.zeros(len(vocab), dtype=bool)
-    matrix = dim = None
-    lines_read = invalid = 0
-    for path in paths:
-        header, file_lines = None, 0
-        for number, raw in _numbered_lines(path):
-            try:
-                line = raw.decode("utf-8").rstrip()
-            except UnicodeDecodeError:
-                lines_read, invalid, file_lines = lines_read + 1, invalid + 1, file_lines + 1
-                continue
-            if number == 1 and (header := _word2vec_header(line)) is not None:
-                dim = header[1] if dim is None else dim
-                continue
-            if not line:
-                continue
-            lines_read, file_lines = lines_read + 1, file_lines + 1
-            if dim is None:
-                dim = len(line.split()) - 1
-            if matrix is None:
-                if dim < 1:
-                    raise DataError("the first vector line has no numbers", path=path,
-                                    line=number, fix="give GloVe lines 'word v1 ... vd'")
-                if expected_dim is not None and dim != expected_dim:
-                    raise DataError(f"the vectors are {dim}-d, {expected_dim}-d expected",
-                                    path=path, line=number, fix="use a file of that size or "
-                                    "change the embedding size in the config")
-                matrix = np.zeros((len(vocab), dim), dtype=np.float32)
-            word, numbers = _split_vector_line(line, dim, path, number)
-            target, lower_targets = ids.get(word), fallback.get(word, ())
-            if (target is None or exact[target]) and not lower_targets:
-                continue
-            vector = _parse_numbers(numbers, path, number)
-            if target is not None and not exact[target]:
-                matrix[target], exact[target] = vector, True
-            for i in lower_targets:
-                if not exact[i] and not lower[i]:
-                    matrix[i], lower[i] = vector, True
-        if header is not None and header[0] != file_lines:
-            raise DataError(f"the word2vec header announces {header[0]} vectors, the file has "
-                            f"{file_lines}", path=path, line=1, fix="the file is truncated; "
-                            "re-download it")
+    matrix, reading = None, _Reading()
+    for path, number, word, numbers in _vector_lines(paths, reading, expected_dim):
+        if matrix is None:
+            matrix = np.zeros((len(vocab), reading.dim), dtype=np.float32)
+        target, lower_targets = ids.get(word), fallback.get(word, ())
+        if (target is None or exact[target]) and not lower_targets:
+            continue
+        vector = _parse_numbers(numbers, path, number)
+        if target is not None and not exact[target]:
+            matrix[target], exact[target] = vector, True
+        for i in lower_targets:
+            if not exact[i] and not lower[i]:
+                matrix[i], lower[i] = vector, True
     if matrix is None:
         raise DataError("no word vectors in the file", path=",".join(map(str, paths)),
                         fix="check that it is a GloVe or word2vec text file")
@@ -273,7 +312,8 @@ def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: V
     _fill_missing(matrix, found, vocab, oov, seed)
     counts = vocab.counts if token_counts is None else token_counts
     coverage = Coverage(
-        path=",".join(map(str, paths)), dim=dim, lines_read=lines_read, invalid_lines=invalid,
+        path=",".join(map(str, paths)), dim=reading.dim, lines_read=reading.lines_read,
+        invalid_lines=reading.invalid,
         num_types=len(vocab) - NUM_SPECIAL, types_exact=int(exact.sum()),
         types_lowercase=int(lower.sum()),
         num_tokens=sum(counts.values()) if counts else None,

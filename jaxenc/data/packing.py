@@ -31,7 +31,12 @@ group whose count of phrases of class >= c is at most M_{t,c}. Policies choose M
 - "planned": the largest group count over the batches of the batcher's epochs [0, `epochs`)
   (deterministic given its seed), which every planned batch fits exactly. A later batch that does
   not fit gets the "bound" capacities: never a dropped phrase, at most one more shape (compile)
-  per bucket, logged. Set `epochs` to the run's epoch count.
+  per bucket, logged. Set `epochs` to the run's epoch count;
+- "worst": what any batch of the bucket length can need, whatever its sentences: the phrases of a
+  level partition a row's n <= L tokens, so a row has at most L // (L_{c-1} + 1) phrases of class
+  >= c. The plan's shapes depend on (L, B, G, T) only, never on the data: what an exported
+  encoder (jaxenc.exporting, one serialised function per bucket) needs. Attention elements are
+  about 2 B L^2 per level, DiSAN's dense count.
 SST training batches of 64, G = 1 (results/psan/packing.md, bench/bench_packing.py): attention
 elements sum_t sum_c N_{t,c} L_c^2 are 0.79 (E = 1) to 0.85 (E = 20) of DiSAN's dense 2 B L^2 with
 "exact" classes and "planned" capacities (data bound: 0.655), 1.44 with "bound" ones (a bucket's
@@ -50,7 +55,7 @@ import numpy as np
 from jaxenc.errors import ConfigError
 
 SCHEMES = ("exact", "multiple_of_K", "pow2")
-CAPACITY_POLICIES = ("planned", "bound")
+CAPACITY_POLICIES = ("planned", "bound", "worst")
 _MULTIPLE_OF = re.compile(r"multiple_of_([1-9]\d*)")
 
 log = logging.getLogger(__name__)
@@ -62,7 +67,7 @@ class PackingConfig:
 
     Attributes:
       scheme: length classes, "exact", "multiple_of_K" (K >= 1) or "pow2".
-      capacity: capacity policy, "planned" or "bound".
+      capacity: capacity policy, "planned", "bound" or "worst".
       groups: G, groups of consecutive rows the plan never mixes (the number of data shards).
       epochs: the epochs [0, epochs) whose batches the "planned" policy fits (the run's epochs).
     """
@@ -159,6 +164,10 @@ class PhrasePacker:
                   if len(members)}
         fallback = {key: _capacities(np.sort(count, axis=0)[-group_size:].sum(axis=0))
                     for key, count in counts.items()}
+        if config.capacity == "worst":  # the data only names the buckets and the level count
+            fallback = {(role, length): worst_capacities(config.class_lengths(length), length,
+                                                         group_size, count.shape[1])
+                        for (role, length), count in counts.items()}
         planned = fallback
         if config.capacity == "planned":
             position = np.zeros(len(next(iter(blocks.values()))), np.int64)
@@ -277,6 +286,15 @@ def _planned_maxima(counts: Mapping[tuple[str, int], np.ndarray], position: np.n
             sums = count.reshape(groups, -1, *count.shape[1:]).sum(axis=1).max(axis=0)
             np.maximum(maxima[role, length], sums, out=maxima[role, length])
     return maxima
+
+
+def worst_capacities(lengths: np.ndarray, length: int, group_size: int,
+                     num_levels: int) -> np.ndarray:
+    """int64[T, C]: the "worst" policy's slots of bucket `length` (module doc): every group of
+    `group_size` rows of at most `length` tokens fits them, whatever its phrases."""
+    shortest = np.concatenate([[0], lengths[:-1]]) + 1  # the shortest phrase of each class
+    maxima = group_size * (length // shortest)  # phrases of class >= c in a full group
+    return np.broadcast_to(_capacities(maxima), (num_levels, len(lengths))).copy()
 
 
 def _capacities(maxima: np.ndarray) -> np.ndarray:

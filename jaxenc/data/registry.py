@@ -37,6 +37,11 @@ class DatasetInfo:
       splits: the split names `load` accepts (STS12-16: the subset names).
       folder: the folder under the data root, or None for embedded data.
       score_range: (low, high) of `Example.score` for "relatedness" datasets, else None.
+      tokenizer: how the reader turns text into `Sentence.tokens` (a key of
+        `jaxenc.data.text_io.TOKENIZERS`): "whitespace" for files already tokenised (the tokens
+        are the text split on whitespace),
+        "text" for untokenised text (`text_io.tokenize`); an exported encoder tokenises a plain
+        string the same way.
     """
 
     name: str
@@ -46,6 +51,7 @@ class DatasetInfo:
     splits: tuple[str, ...]
     folder: str | None
     score_range: tuple[float, float] | None = None
+    tokenizer: str = "whitespace"
 
 
 # Reads one split: (dataset folder, or None for embedded data; split name) -> examples.
@@ -178,10 +184,10 @@ _TRAIN_DEV_TEST = ("train", "dev", "test")
 _SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt",
                "test": "SICK_test_annotated.txt"}
 _register(DatasetInfo("sick_e", "pair", len(sick.ENTAILMENT_LABELS), sick.ENTAILMENT_LABELS,
-                      _TRAIN_DEV_TEST, "sick"),
+                      _TRAIN_DEV_TEST, "sick", tokenizer="text"),
           _file_per_split(sick.read_sick, _SICK_FILES))
 _register(DatasetInfo("sick_r", "relatedness", 5, None, _TRAIN_DEV_TEST, "sick",
-                      score_range=sick.RELATEDNESS_RANGE),
+                      score_range=sick.RELATEDNESS_RANGE, tokenizer="text"),
           _file_per_split(sick.read_sick, _SICK_FILES))
 
 _TREC_FILES = {"train": "TREC.train", "test": "TREC.test"}
@@ -194,7 +200,7 @@ _register(DatasetInfo("trec_fine", "single", len(trec.FINE_LABELS), trec.FINE_LA
 
 _MRPC_FILES = {"train": "msr_paraphrase_train.txt", "test": "msr_paraphrase_test.txt"}
 _register(DatasetInfo("mrpc", "pair", len(PARAPHRASE_LABELS), PARAPHRASE_LABELS,
-                      tuple(_MRPC_FILES), "mrpc"),
+                      tuple(_MRPC_FILES), "mrpc", tokenizer="text"),
           _file_per_split(read_mrpc, _MRPC_FILES))
 
 for _name, _labels, _stem in (("sst2", sst.SST2_LABELS, "stsa.binary"),
@@ -221,21 +227,23 @@ for _name, _corpus in senteval_binary.CORPORA.items():
               _binary_corpus(_name))
 
 _register(DatasetInfo("snli", "pair", len(snli.NLI_LABELS), snli.NLI_LABELS, _TRAIN_DEV_TEST,
-                      "snli"),
+                      "snli", tokenizer="text"),  # tokens from the parses, of untokenised text
           _read_snli)
 _register(DatasetInfo("multi30k", "translation", None, None, _TRAIN_DEV_TEST, "multi30k"),
           multi30k.read_multi30k)
-_register(DatasetInfo("ud_ewt", "tagging", None, None, _TRAIN_DEV_TEST, "ud_english_ewt"),
+_register(DatasetInfo("ud_ewt", "tagging", None, None, _TRAIN_DEV_TEST, "ud_english_ewt",
+                      tokenizer="text"),  # CoNLL-U words of untokenised text
           _read_ud_ewt)
 _register(DatasetInfo("ptb_sample", "tagging", None, None, ("all",), "nltk_treebank"),
           _read_ptb_sample)
 
 for _year, _subsets in sts.SUBSETS.items():
     _register(DatasetInfo(f"sts{_year % 100}", "relatedness", None, None, _subsets,
-                          sts.YEAR_FOLDERS[_year], score_range=sts.SCORE_RANGE),
+                          sts.YEAR_FOLDERS[_year], score_range=sts.SCORE_RANGE,
+                          tokenizer="text"),
               sts.read_sts_subset)
 _register(DatasetInfo("stsb", "relatedness", 6, None, sts.STSB_SPLITS, sts.STSB_FOLDER,
-                      score_range=sts.SCORE_RANGE),
+                      score_range=sts.SCORE_RANGE, tokenizer="text"),
           _file_per_split(sts.read_stsb, {split: f"sts-{split}.csv" for split in sts.STSB_SPLITS}))
 
 _register(DatasetInfo("synthetic", "single", 2, ("negative", "positive"), _TRAIN_DEV_TEST, None),
@@ -249,4 +257,5 @@ def _read_corpus(folder: None, split: str) -> list[Example]:
                         "--config.data.corpus_files=A.txt[,B.txt]")
 
 
-_register(DatasetInfo(corpus.NAME, "unlabelled", None, None, corpus.SPLITS, None), _read_corpus)
+_register(DatasetInfo(corpus.NAME, "unlabelled", None, None, corpus.SPLITS, None,
+                      tokenizer="text"), _read_corpus)

@@ -58,6 +58,15 @@ def tokenize(text: str) -> tuple[str, ...]:
     return tuple(_TOKEN.findall(text))
 
 
+def split_whitespace(text: str) -> tuple[str, ...]:
+    """The tokens of already tokenised text: `text` split on whitespace."""
+    return tuple(text.split())
+
+
+# How a reader turns a line into tokens (jaxenc.data.registry.DatasetInfo.tokenizer).
+TOKENIZERS = {"whitespace": split_whitespace, "text": tokenize}
+
+
 @dataclasses.dataclass(frozen=True)
 class Line:
     """One line of a text file, without its line break.

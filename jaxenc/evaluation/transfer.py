@@ -208,7 +208,7 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
 
     Args:
       encoder: a SentenceEncoder, or a string for `eval.encoders.load_encoder`
-        ("bag:GLOVE_FILE[,FILE...]" or a training run directory).
+        ("bag:GLOVE_FILE[,FILE...]", a training run directory or an export folder).
       tasks: names of TASKS (a list or a comma-separated string; case and "-" ignored).
       data_dir: the data root (shared/data layout); None means $JAXENC_DATA_DIR.
       out_dir: where results.json, results.md and plots/ go (nothing is written when None).
@@ -265,8 +265,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "--tasks MR,CR,TREC,SICKR --data_dir ../shared/data --out results/bag")
     parser.add_argument("--encoder", required=True,
                         help="bag:GLOVE_FILE[,GLOVE_FILE...] for the mean-of-word-vectors baseline "
-                        "(several files are merged, the first having a word wins), or the "
-                        "--workdir of a python -m train.main run (its best checkpoint)")
+                        "(several files are merged, the first having a word wins), the "
+                        "--workdir of a python -m train.main run (its best checkpoint), or an "
+                        "export folder (python -m jaxenc export WORKDIR OUT)")
     parser.add_argument("--tasks", default=",".join(TASKS),
                         help=f"comma-separated tasks (default: all): {', '.join(TASKS)}")
     parser.add_argument("--data_dir", default=None,

@@ -297,7 +297,8 @@ class Position:
 
 @dataclasses.dataclass
 class Setup:
-    """A run ready to train: batches, the task model, the optimiser, the initial state."""
+    """A run ready to train: batches, the task model, the optimiser, the initial state (and the
+    featurizer of its examples)."""
 
     config: ml_collections.ConfigDict
     workdir: Path
@@ -310,6 +311,7 @@ class Setup:
     state: TrainState
     summary: str  # one line: what is trained on what
     samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
+    featurizer: Featurizer | None = None  # what turned the examples into features
 
 
 def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
@@ -371,7 +373,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
         samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
                                 config.train.samples, config.task.head.decoder.max_decode_length)
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples)
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples,
+                 featurizer)
 
 
 class _TrainLog:

@@ -1,0 +1,389 @@
+"""The one encode path of a trained encoder: sentences in, sentence vectors out.
+
+`Encoder` is what `jaxenc.load(EXPORT_DIR)` returns and what `Encoder.from_workdir(WORKDIR)`
+builds from a training run (the transfer evaluation's `CheckpointEncoder` is one):
+
+    enc = jaxenc.load("exports/disan_trec")
+    vectors = enc.encode(["What is the capital of France ?", "hello"])  # float32[2, D]
+    batches = enc.featurize(texts, batch_size=64)  # padded numpy batches, one per bucket shape
+    out = jax.jit(enc.apply)(enc.params, batches[0])  # float32[64, D]
+
+What a sentence may be (`SentenceLike`):
+- a string, tokenised as the training data was (`Encoder.tokenizer`, the training dataset's
+  `DatasetInfo.tokenizer`): "whitespace" where the dataset ships tokenised text (TREC, SST, MR,
+  the synthetic data: its tokens are its text split on whitespace), "text" =
+  `jaxenc.data.text_io.tokenize` where the reader tokenises raw text (SICK, MRPC, STS, SNLI, a
+  corpus). A dataset's own text so gives its own tokens;
+- a list of tokens, used as given;
+- a `jaxenc.data.records.Sentence` (a reader's record, with its gold trees when it has them).
+
+Featurizing is the training featurizer's (`jaxenc.data.featurize.Featurizer`) with the run's
+vocabulary, lower-case fallback, OOV policy, prefix tokens, relation vocabulary and structure
+options, so `features` of a dataset's own sentences equal the features the model was trained and
+evaluated on. Structures come from the run's parser. A model trained on gold trees (parser
+"gold") reads the gold trees of the records that have them and parses the other sentences
+(strings, token lists) with `text_parser` (spaCy by default: other trees than the gold ones, so
+other vectors than a record with its gold tree would get).
+
+Batches: the training buckets (`buckets`: data.max_length, data.bucket_step), extended by further
+multiples of the step for longer sentences, as the evaluation batches are: a sentence is never cut
+(positions past a learned position table reuse its last row, as in evaluation). PSAN's phrase
+packing plan uses the "worst" capacities (jaxenc.data.packing): its shapes depend on the bucket
+only, so each bucket compiles once and matches the exported functions. Sentences without tokens
+(an empty string; every word dropped under data.oov="drop") are in no batch and encode to zeros,
+also with `normalize_embeddings`; nothing is ever nan.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import ml_collections
+import numpy as np
+
+from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
+from jaxenc.data.records import Example, Sentence
+from jaxenc.data.text_io import TOKENIZERS
+from jaxenc.data.vocab import Vocabulary
+from jaxenc.errors import ConfigError
+
+Batch = dict[str, np.ndarray]
+SentenceLike = str | Sequence[str] | Sentence
+
+INDEX = "index"  # a batch's int32[B]: each row's position in the input, -1 for filler rows
+ROLE = "sentence"  # the featurizer's role of a single sentence
+DEFAULT_BATCH_SIZE = 64
+# A one-word sentence with both gold trees: the shapes of a bucket without parsing anything.
+_PROBE = Sentence(tokens=("probe",), text="probe", tree="(S (NN probe))", heads=(0,),
+                  deprels=("root",))
+
+
+def short_digest(*parts: object) -> str:
+    """12 hex digits identifying `parts` (cache names)."""
+    return hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()[:12]
+
+
+def as_sentence(item: SentenceLike, tokenizer: str = "whitespace") -> Sentence:
+    """A `Sentence` of a string (tokenised by `TOKENIZERS[tokenizer]`), of a list of tokens or a
+    Sentence itself. TypeError for anything else."""
+    if isinstance(item, Sentence):
+        return item
+    if isinstance(item, str):
+        return Sentence(tokens=TOKENIZERS[tokenizer](item), text=item)
+    if isinstance(item, Sequence) and all(isinstance(token, str) for token in item):
+        return Sentence(tokens=tuple(item), text=" ".join(item))
+    raise TypeError(f"cannot encode {type(item).__name__} {str(item)[:60]!r}: pass a string, a "
+                    "list of tokens or a jaxenc.data.records.Sentence")
+
+
+def default_text_parser(structure_fields: Sequence[str]) -> str:
+    """The parser for sentences without gold trees: "spacy-constituency" when only phrase trees
+    are needed, else "spacy" (it gives both kinds)."""
+    from jaxenc.structures.arrays import CONSTITUENCY, FIELD_TREES
+
+    kinds = {FIELD_TREES[field] for field in structure_fields}
+    return "spacy-constituency" if kinds == {CONSTITUENCY} else "spacy"
+
+
+@functools.lru_cache(maxsize=32)
+def _jitted_apply(model_json: str, vocab_size: int) -> Callable[..., jax.Array]:
+    """The jitted `Encoder.apply` of a model config (JSON) and word-table size, shared by every
+    Encoder of that model: one compilation per batch shape in a process."""
+    from jaxenc.models.registry import build_encoder
+
+    module = build_encoder(json.loads(model_json), vocab_size)
+
+    @jax.jit
+    def jitted(params: dict, fields: Mapping[str, Any], dropout_rng: jax.Array | None = None
+               ) -> jax.Array:
+        rngs = {} if dropout_rng is None else {"dropout": dropout_rng}
+        return module.apply({"params": params}, fields, train=dropout_rng is not None,
+                            rngs=rngs)["sentence"]
+
+    def apply(params: dict, batch: Mapping[str, Any], dropout_rng: jax.Array | None = None
+              ) -> jax.Array:
+        return jitted(params, {key: value for key, value in batch.items() if key != INDEX},
+                      dropout_rng)
+
+    apply.jitted = jitted  # without the "index" step: what jax.export lowers
+    return apply
+
+
+class Encoder:
+    """A trained sentence encoder: featurize -> apply -> float32[N, D] vectors (module doc).
+
+    Args:
+      model_cfg: the model section of the training config (`name` + hyperparameters).
+      params: the encoder's parameters (`params["embed"]["embedding"]` float32[V, d]).
+      vocab: the input vocabulary (its `lowercase` as trained).
+      lowercase_fallback: unknown words are looked up lower-cased too (data.lowercase_fallback).
+      found: bool[V], the words that have a vector when words without one are dropped
+        (data.oov="drop"), else None.
+      relation_vocab: the relation ids of a model with the "relations" field.
+      tokenizer: a key of `jaxenc.data.text_io.TOKENIZERS`, how strings become tokens.
+      text_parser: the parser of sentences without gold trees when the model's parser is "gold"
+        (default: `default_text_parser`; None for a model without structure fields).
+      buckets: the training bucket lengths; bucket_step: their step, for longer sentences.
+      expansion: the training vocabulary's `ExpandedVocabulary` (data.expand_vocabulary): each
+        call first adds the words of its sentences that the vectors file has.
+      parse_cache_dir: where parser outputs are cached (None: not cached).
+      dim: D, the size of a sentence vector, when known (else computed when needed).
+      name: identifies the encoder and its weights (the transfer evaluation's cache key).
+    """
+
+    def __init__(self, model_cfg: Mapping[str, Any], params: dict, vocab: Vocabulary, *,
+                 lowercase_fallback: bool, found: np.ndarray | None = None,
+                 relation_vocab: Any = None, tokenizer: str = "whitespace",
+                 text_parser: str | None = None, buckets: Sequence[int] = (64,),
+                 bucket_step: int = 8, expansion: Any = None,
+                 parse_cache_dir: str | os.PathLike | None = None, dim: int | None = None,
+                 name: str = "encoder"):
+        from jaxenc.models.registry import structure_spec
+
+        if tokenizer not in TOKENIZERS:
+            raise ConfigError(f"unknown tokenizer {tokenizer!r} (fix: one of "
+                              f"{', '.join(TOKENIZERS)})")
+        self._model_cfg = ml_collections.ConfigDict(dict(model_cfg))
+        needs = structure_spec(self._model_cfg)
+        self.structure_fields, self.prefix_tokens = needs.fields, needs.prefix_tokens
+        self._packing = None if needs.packing is None else dataclasses.replace(
+            needs.packing, capacity="worst", groups=1, epochs=1)
+        self._params, self.vocab, self.found = params, vocab, found
+        self.lowercase_fallback, self.relation_vocab = lowercase_fallback, relation_vocab
+        self.tokenizer = tokenizer
+        structured = bool(self.structure_fields)  # else no parser is ever used
+        self.parser = self._model_cfg.get("parser", "gold") if structured else None
+        self.text_parser = (text_parser or default_text_parser(self.structure_fields)
+                            if structured else None)
+        self.buckets, self.bucket_step = tuple(int(b) for b in buckets), int(bucket_step)
+        self._expansion, self.parse_cache_dir, self.name = expansion, parse_cache_dir, name
+        self._dim = dim
+
+    @classmethod
+    def from_workdir(cls, workdir: str | os.PathLike, **overrides: Any) -> Encoder:
+        """The encoder of a `python -m train.main` run directory (its best checkpoint)."""
+        return cls(**{**workdir_arguments(workdir), **overrides})
+
+    # ------------------------------------------------------------------------- properties
+
+    @property
+    def model_config(self) -> dict[str, Any]:
+        """The model section (`name` + hyperparameters), a plain dict."""
+        return self._model_cfg.to_dict()
+
+    @property
+    def params(self) -> dict:
+        """The encoder's parameters, a plain pytree of arrays (nested dicts)."""
+        return self._params
+
+    @property
+    def apply(self) -> Callable[..., jax.Array]:
+        """`apply(params, batch, dropout_rng=None) -> float32[B, D]`: the sentence vectors of a
+        batch (`featurize`'s; its "index" is ignored). Pure and jitted: downstream code can jit,
+        vmap, grad and shard it. With `dropout_rng` (a PRNG key) it runs in training mode
+        (dropout on), for fine-tuning. `apply.jitted(params, fields, dropout_rng)` is the jitted
+        function itself (fields without "index")."""
+        table = self._params["embed"]["embedding"]
+        return _jitted_apply(json.dumps(self.model_config, sort_keys=True), int(table.shape[0]))
+
+    @property
+    def dim(self) -> int:
+        """D, the size of a sentence vector."""
+        if self._dim is None:
+            probe = self.example_batch(self.buckets[0], 1)
+            self._dim = int(jax.eval_shape(self.apply, self.params, probe).shape[-1])
+        return self._dim
+
+    # ------------------------------------------------------------------------- featurizing
+
+    def sentences(self, items: Sequence[SentenceLike]) -> list[Sentence]:
+        """`items` as Sentences (strings tokenised by `tokenizer`)."""
+        return [as_sentence(item, self.tokenizer) for item in items]
+
+    def features(self, items: Sequence[SentenceLike]) -> list[dict[str, np.ndarray] | None]:
+        """Per sentence, its fields at natural length as the training featurizer computes them
+        (`tokens` int32[n] with the prefix tokens first, structure arrays such as `segments`
+        int32[T, n]), or None for a sentence without tokens (it encodes to zeros)."""
+        sentences = self.sentences(items)
+        self.expand_vocabulary(token for sentence in sentences for token in sentence.tokens)
+        by_parser = collections.defaultdict(list)
+        for index, sentence in enumerate(sentences):
+            if sentence.tokens:
+                by_parser[self._parser_of(sentence)].append(index)
+        features: list[dict[str, np.ndarray] | None] = [None] * len(sentences)
+        prefix = ROLE + "/"
+        for parser, members in by_parser.items():
+            examples = [Example(sentences=(sentences[i],), label=0, uid=f"sentence {i}")
+                        for i in members]  # the "single" featurizer wants a label
+            for index, example in zip(members, self._featurizer(parser).many(examples),
+                                      strict=True):
+                fields = {key[len(prefix):]: value for key, value in example.items()
+                          if key.startswith(prefix)}
+                features[index] = fields if len(fields["tokens"]) else None
+        return features
+
+    def featurize(self, items: Sequence[SentenceLike],
+                  batch_size: int = DEFAULT_BATCH_SIZE) -> list[Batch]:
+        """The batches `encode` runs: dicts of numpy arrays `tokens` int32[B, L], `lengths`
+        int32[B], the structure fields padded to L (e.g. `relations` int32[B, L, L]) and
+        `index` int32[B] (each row's position in `items`, -1 for filler rows); L is a bucket
+        length. Sentences without tokens are in no batch."""
+        return list(self._batches(self.features(items), batch_size)[1])
+
+    def example_batch(self, length: int, batch_size: int) -> Batch:
+        """A batch of bucket `length` (one one-word sentence, then filler rows): the shapes and
+        dtypes of every batch of that bucket (what the exported functions take)."""
+        (probe,) = self._featurizer("gold").many([Example(sentences=(_PROBE,), label=0)])
+        _, batches = self._batches([{key.split("/", 1)[1]: value for key, value in probe.items()
+                                     if key.startswith(ROLE + "/")}], batch_size, (length,))
+        return next(batches)
+
+    def bucket_lengths(self, longest: int) -> tuple[int, ...]:
+        """The training buckets, then multiples of the step up to one holding `longest`."""
+        extra = bucket_lengths(max(longest, 1), self.bucket_step)
+        return self.buckets + tuple(length for length in extra if length > self.buckets[-1])
+
+    def expand_vocabulary(self, words: Iterable[str]) -> None:
+        """With the run's data.expand_vocabulary: adds the `words` that have a vector in its
+        data.embeddings (jaxenc.data.expansion; the word table grows in powers of two, each size
+        one more compilation). `features` does so with its sentences' words. Else nothing."""
+        expansion = self._expansion
+        if expansion is None:
+            return
+        expansion.add(words)
+        if len(expansion.vocab) != len(self.vocab):
+            self.vocab, self.found = expansion.vocab, expansion.found
+            self._params = {**self._params, "embed": {
+                **self._params["embed"], "embedding": jax.device_put(expansion.table)}}
+
+    # ------------------------------------------------------------------------- encoding
+
+    def encode(self, sentences: SentenceLike | Sequence[SentenceLike],
+               batch_size: int = DEFAULT_BATCH_SIZE, show_progress_bar: bool | None = None,
+               normalize_embeddings: bool = False) -> np.ndarray:
+        """float32[N, D] sentence vectors, row i for sentences[i] (float32[D] for a single
+        string or Sentence).
+
+        Args:
+          sentences: strings, token lists or Sentences (module doc); an empty list gives [0, D].
+          batch_size: rows per batch (one compilation per batch size and bucket).
+          show_progress_bar: None: on a terminal only.
+          normalize_embeddings: unit L2 norm (a zero vector stays zero).
+        """
+        from tqdm import tqdm
+
+        single = isinstance(sentences, (str, Sentence))
+        items = [sentences] if single else list(sentences)
+        num_batches, batches = self._batches(self.features(items), batch_size)
+        encoded = None
+        params, apply = self.params, self.apply
+        for batch in tqdm(batches, total=num_batches, unit="batch",
+                          desc=f"encoding {len(items)} sentences",
+                          disable=None if show_progress_bar is None else not show_progress_bar):
+            vectors = np.asarray(apply(params, batch))
+            if encoded is None:
+                encoded = np.zeros((len(items), vectors.shape[1]), np.float32)
+            real = batch[INDEX] >= 0
+            encoded[batch[INDEX][real]] = vectors[real]
+        if encoded is None:  # no sentence with tokens
+            encoded = np.zeros((len(items), self.dim), np.float32)
+        if normalize_embeddings:
+            norms = np.linalg.norm(encoded, axis=1, keepdims=True)
+            encoded = np.divide(encoded, norms, out=np.zeros_like(encoded), where=norms > 0)
+        return encoded[0] if single else encoded
+
+    # ------------------------------------------------------------------------- internals
+
+    def _parser_of(self, sentence: Sentence) -> str:
+        """The run's parser, or `text_parser` for a sentence without the gold trees it needs."""
+        from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
+
+        if self.parser != "gold":
+            return self.parser or "gold"  # None: no structure fields, nothing is parsed
+        kinds = {FIELD_TREES[field] for field in self.structure_fields}
+        has_heads = sentence.heads is not None
+        has_gold = ((DEPENDENCY not in kinds or has_heads)  # a phrase tree derives from heads
+                    and (CONSTITUENCY not in kinds or has_heads or sentence.tree is not None))
+        return "gold" if has_gold else self.text_parser
+
+    def _featurizer(self, parser: str) -> Any:
+        """The training featurizer of a "single" sentence, with `parser`."""
+        from jaxenc.data.featurize import Featurizer
+
+        model_cfg = ml_collections.ConfigDict(self.model_config)
+        if "parser" in model_cfg:
+            model_cfg.parser = parser
+        return Featurizer(
+            kind="single", vocab=self.vocab, model_cfg=model_cfg,
+            structure_fields=self.structure_fields, prefix=self.prefix_tokens, found=self.found,
+            lowercase_fallback=self.lowercase_fallback, relation_vocab=self.relation_vocab,
+            parse_cache_dir=self.parse_cache_dir, keep_empty=True)
+
+    def _batches(self, features: Sequence[dict[str, np.ndarray] | None], batch_size: int,
+                 buckets: Sequence[int] | None = None) -> tuple[int, Iterator[Batch]]:
+        """(number of batches, the batches) of the features that are not None."""
+        kept = np.array([i for i, fields in enumerate(features) if fields is not None], np.int64)
+        if not kept.size:
+            return 0, iter(())
+        rows = [{f"{ROLE}/{key}": value for key, value in features[i].items()} for i in kept]
+        if buckets is None:
+            buckets = self.bucket_lengths(max(len(row[f"{ROLE}/tokens"]) for row in rows))
+        batcher = Batcher(rows, batch_size=batch_size, buckets=buckets, shuffle=False,
+                          packing=self._packing)
+
+        def batches() -> Iterator[Batch]:
+            for batch in batcher.epoch(0):
+                fields = sentence_fields(batch, ROLE)
+                real = batch["index"] >= 0
+                fields[INDEX] = np.where(real, kept[np.where(real, batch["index"], 0)],
+                                         -1).astype(np.int32)
+                yield fields
+
+        return batcher.num_batches, batches()
+
+
+
+def workdir_arguments(workdir: str | os.PathLike) -> dict[str, Any]:
+    """`Encoder` arguments of a training run directory: its best checkpoint, vocabulary, relation
+    vocabulary, featurizing options and buckets; with data.expand_vocabulary the expansion from
+    data.embeddings; named `ckpt-<folder>-<digest of its path and best steps>`."""
+    from jaxenc.data.embeddings import load_vectors
+    from jaxenc.data.expansion import ExpandedVocabulary
+    from jaxenc.data.featurize import RELATIONS_FILE
+    from jaxenc.data.registry import DATASETS
+    from jaxenc.structures.relations import RelationVocabulary
+    from jaxenc.training.checkpointing import BEST_DIR, load_trained_encoder
+
+    workdir = Path(workdir)
+    _, params, vocab, config = load_trained_encoder(workdir)
+    data = config.data
+    found = None
+    if data.embeddings and data.oov == "drop":  # words without a vector are dropped
+        found = load_vectors(data.embeddings, vocab, oov="drop",
+                             lowercase_fallback=data.lowercase_fallback).found
+    expansion = None
+    if data.get("expand_vocabulary"):
+        expansion = ExpandedVocabulary(vocab, params["embed"]["embedding"], data.embeddings, found,
+                                       lowercase_fallback=data.lowercase_fallback)
+    relations = workdir / RELATIONS_FILE  # the run's relation ids, if its model has any
+    dataset = DATASETS.get(config.task.dataset)
+    resolved = workdir.resolve()
+    best = sorted(p.name for p in (workdir / BEST_DIR).iterdir()) if (
+        workdir / BEST_DIR).is_dir() else []
+    return dict(
+        model_cfg=config.model, params=params, vocab=vocab,
+        lowercase_fallback=data.lowercase_fallback, found=found,
+        relation_vocab=RelationVocabulary.load(relations) if relations.is_file() else None,
+        tokenizer=dataset.tokenizer if dataset else "whitespace",
+        buckets=bucket_lengths(data.max_length, data.bucket_step), bucket_step=data.bucket_step,
+        expansion=expansion, parse_cache_dir=workdir / "parse_cache",
+        name=f"ckpt-{resolved.name}-{short_digest(resolved, *best)}")
