@@ -26,6 +26,8 @@ Sections:
               "skip" its update), samples (seq2seq: greedy outputs of this many dev examples
               at each evaluation)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
+  showcase    export_best (after training, export the model with the best dev score to
+              workdir/export), sentences (encoded with it and the other models; pairs compared)
   baselines   name -> model section; each is trained on the same task and reported beside
 """
 
@@ -126,5 +128,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 
     config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
+    # After training (jaxenc.training.showcase): export the best model of the run (dev score)
+    # to workdir/export and encode `sentences` with it and every other model, in pairs (cosine).
+    config.showcase = ml_collections.ConfigDict(dict(export_best=False, sentences=()))
     config.baselines = ml_collections.ConfigDict()
     return config

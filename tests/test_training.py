@@ -15,17 +15,19 @@ import numpy as np
 import optax
 import pytest
 
+import jaxenc
 from jaxenc.data.batching import Batcher
 from jaxenc.data.featurize import Featurizer, tag_index
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import ROOT, Vocabulary
+from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models.registry import build_encoder
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, loop, report, showcase
 from jaxenc.training.optim import build_optimizer, weight_decay_mask
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
@@ -434,6 +436,41 @@ def test_load_trained_encoder(finished_run):
     np.testing.assert_allclose(out["sentence"][0],
                                np.asarray(params["embed"]["embedding"])[tokens[0]].mean(0),
                                rtol=1e-6)
+
+
+MINIMAL_PAIR = ("the film that was not good is good .", "the film that was good is not good .")
+
+
+def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_run):
+    _, workdir, rows = finished_run
+    text = showcase.showcase(rows, workdir, MINIMAL_PAIR)
+    best = max(rows, key=lambda row: row["dev accuracy"])
+    exported = jaxenc.load(workdir / showcase.EXPORT_DIR)
+    assert exported.model_config["name"] == best["model"]
+    cosines, vectors = {}, {}
+    for row in rows:
+        u, v = vectors[row["model"]] = Encoder.from_workdir(row["workdir"]).encode(
+            list(MINIMAL_PAIR))
+        cosines[row["model"]] = float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))
+    np.testing.assert_allclose(*vectors["bag"], rtol=1e-6)  # same words, same mean
+    u, v = vectors["transformer"]  # positions: another order, another vector
+    assert np.abs(u - v).max() > 1e-3 * np.abs(u).max()
+    (line,) = [line for line in text.splitlines() if line.startswith(f"| {MINIMAL_PAIR[0]} |")]
+    shown = [float(cell) for cell in line.strip("| ").split(" | ")[2:]]
+    other = next(row["model"] for row in rows if row is not best)
+    np.testing.assert_allclose(shown, [cosines[best["model"]], cosines[other]], atol=1e-4)
+    assert text in (workdir / report.RESULTS_FILE).read_text()
+
+
+def test_showcase_pair_cosines_and_odd_sentences():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(6, 5)).astype(np.float32)
+    vectors[3] = 0.0  # a sentence without known words
+    expected = [vectors[i] @ vectors[i + 1] / np.linalg.norm(vectors[i])
+                / np.linalg.norm(vectors[i + 1]) if i != 2 else 0.0 for i in (0, 2, 4)]
+    np.testing.assert_allclose(showcase.pair_cosines(vectors), expected, rtol=1e-6)
+    with pytest.raises(ConfigError, match="even number"):
+        showcase.showcase([{"model": "bag", "dev accuracy": 0.5, "workdir": "x"}], ".", ["one"])
 
 
 @pytest.mark.parametrize("section, key, value, message", [

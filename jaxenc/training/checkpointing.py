@@ -55,7 +55,7 @@ RESUMABLE_KEYS = frozenset({
     "train.nonfinite", "checkpoint.every", "checkpoint.keep", "checkpoint.best_k",
     "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
     "train.samples", "data.expand_vocabulary"})  # what is printed; how a finished run encodes
-RESUMABLE_SECTIONS = ("baselines",)
+RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after training
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
 _ABSENT = "<absent>"
 

@@ -99,6 +99,10 @@ def main(argv: list[str]) -> None:
 
     rows = run(config, _WORKDIR.value)
     workdir = Path(rows[0]["workdir"])
+    if config.get("showcase") and config.showcase.export_best:
+        from jaxenc.training.showcase import showcase
+
+        showcase(rows, workdir, config.showcase.sentences)
     print((workdir / "results.md").read_text())
     print(f"wrote {workdir}/results.md, {workdir}/curves.png and metrics.jsonl; checkpoints in "
           f"{workdir}/checkpoints and {workdir}/best")
