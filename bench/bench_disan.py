@@ -1,56 +1,85 @@
-"""DiSAN token2token attention: dense [n, n, d] vs blocked, memory and train-step time.
+"""DiSAN token2token attention: dense vs blocked vs directional, memory and train-step time.
 
-For every length, each variant (dense, blocked at every block size) is compiled once as one
-training step of the encoder: forward + backward of DiSAN (train=True, dropout on) and a simple
-loss, gradients w.r.t. all parameters. Reported per variant:
+For every length, each variant (dense; blocked and directional at each of their block sizes) is
+compiled once as one training step of the encoder: forward + backward of DiSAN (train=True,
+dropout on) and a simple loss, gradients w.r.t. all parameters. "directional" computes only the
+key blocks on the allowed side of each query block (issue 13); "blocked" is the query-block
+kernel that computes every key and masks half away. Reported per variant:
   - temp MiB: XLA's buffer assignment for the compiled step (`memory_analysis()`): activations
     and workspace beside the arguments and outputs; `peak MiB` adds arguments and outputs.
     Compile-only, so it is reported at every length, even those too big to run.
   - step ms / cpu ms: median wall-clock and process-CPU time over interleaved repeats (variants
     take turns, so load drifts hit all alike; CPU time is less sensitive to a shared machine).
-  - GFLOP/s: model FLOPs / wall time, and its fraction of this machine's f32 matmul rate measured
-    here with a big jnp.dot. Model FLOPs = 6 m k n per linear map (forward and two backward
-    matmuls) + ATTENTION_FLOPS per score element and direction (recomputation not counted).
+    `vs blk` = the fastest blocked variant's median step time / this one's (same run).
+  - GFLOP: FLOPs of the step counted from its jaxpr, every loop body times its trip count
+    (`bench.common.jaxpr_cost`: 2mnk per matmul, 1 per element of an elementwise op, the
+    backward pass's recomputation included); Gtr: transcendentals (tanh, exp, ...) counted
+    the same way; XLA GF: XLA's own cost analysis, which counts a loop body once (so it is
+    only the whole step for dense).
+  - GFLOP/s: counted FLOPs / wall time, and its fraction of this machine's f32 matmul rate
+    measured here with a big jnp.dot (`bench.common.matmul_peak_flops`).
+With --floor, a row "no t2t" times the same step with the n^2 token2token attention replaced by
+an O(n d) stand-in (v * tanh(q + k)): everything else DiSAN does (projections, fusion gates,
+source2token, dropout), i.e. the step time no attention kernel can go below.
 
-    python -m bench.bench_disan --lengths=32,64,128 --memory_lengths=256,512 --block_sizes=8,16,32
+    python -m bench.bench_disan --lengths=64,128 --memory_lengths=256,512 \\
+        --blocked_sizes=16 --directional_sizes=8,16,32 --floor
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bench.common import matmul_peak_flops, memory_mib, parse_ints, time_in_turns, train_step
+from bench.common import (
+    counted_cost,
+    loss_and_grads,
+    matmul_peak_flops,
+    memory_mib,
+    parse_ints,
+    time_in_turns,
+    train_step,
+    xla_flops,
+)
 from jaxenc import cli
+from jaxenc.layers import multidim_attention
 from jaxenc.models import disan
 
-# per (query, key, feature) element: add, scale, tanh, scale, exp, select, multiply-add, add
-# forward; about twice that backward.
-ATTENTION_FLOPS = 3 * 9
+FLOOR = ("no t2t", None)
+
+
+@contextlib.contextmanager
+def without_token2token():
+    """While tracing: token2token attention replaced by the O(n d) stand-in v * tanh(q + k)."""
+    original = multidim_attention.multidim_token2token
+
+    def stand_in(queries, keys, values, mask, **unused):
+        return values * jnp.tanh(queries + keys)
+
+    multidim_attention.multidim_token2token = stand_in
+    try:
+        yield
+    finally:
+        multidim_attention.multidim_token2token = original
 
 
 def encoder_config(impl: str, block_size: int | None, embed_dim: int,
                    hidden: int) -> disan.DiSANConfig:
-    """The SNLI configuration with the given attention implementation (block_size: blocked only)."""
+    """The SNLI configuration with the given attention implementation (block_size: blocked and
+    directional only; the floor variant is traced with `without_token2token`)."""
     return disan.DiSANConfig(embed_dim=embed_dim, hidden=hidden, keep_prob=0.75,
-                             attention_impl=impl, block_size=block_size or 1, blocked_threshold=0)
-
-
-def model_flops(batch: int, length: int, embed_dim: int, hidden: int) -> float:
-    """FLOPs of one training step (forward + backward) of the DiSAN encoder."""
-    tokens = batch * length
-    linear = 6.0 * tokens * (embed_dim * hidden + 4 * hidden * hidden)  # per direction
-    source2token = 6.0 * tokens * 2 * (2 * hidden) ** 2
-    attention = ATTENTION_FLOPS * batch * length * length * hidden  # per direction
-    return 2 * (linear + attention) + source2token
+                             attention_impl="blocked" if impl == FLOOR[0] else impl,
+                             block_size=block_size or 1, blocked_threshold=0)
 
 
 def benchmark_length(length: int, variants: list[tuple[str, int | None]],
                      to_run: list[tuple[str, int | None]], args, peak_flops: float) -> list[dict]:
-    """Compiles every variant at this length (memory); times those in `to_run`."""
+    """Compiles every variant at this length (memory, FLOPs); times those in `to_run`."""
     rng = np.random.default_rng(length)
     sentence = {"tokens": jnp.asarray(rng.integers(1, args.vocab, (args.batch, length)),
                                       jnp.int32),
@@ -62,49 +91,68 @@ def benchmark_length(length: int, variants: list[tuple[str, int | None]],
     params = init(jax.random.key(0)) if to_run else jax.eval_shape(init, jax.random.key(0))
     steps, rows = {}, {}
     for variant, model in models.items():
-        steps[variant] = train_step(model, params, sentence)
+        with without_token2token() if variant == FLOOR else contextlib.nullcontext():
+            steps[variant] = train_step(model, params, sentence)
+            cost = counted_cost(loss_and_grads(model), *steps[variant][1])
         temp, peak = memory_mib(steps[variant][0])
         rows[variant] = dict(length=length, impl=variant[0], block=variant[1] or "-", temp=temp,
-                             peak=peak, ms=None)
+                             peak=peak, flops=cost["flops"], trans=cost["transcendentals"],
+                             xla_flops=xla_flops(steps[variant][0]), ms=None)
+    load_before = os.getloadavg()[0]
     timings = time_in_turns({variant: steps[variant] for variant in to_run}, args.repeats)
-    flops = model_flops(args.batch, length, args.embed_dim, args.hidden)
+    load_after = os.getloadavg()[0]
     for variant in to_run:
         seconds, cpu_seconds = timings[variant]
         rows[variant].update(ms=1e3 * seconds, cpu_ms=1e3 * cpu_seconds,
-                             gflops=flops / seconds / 1e9, of_peak=flops / seconds / peak_flops)
+                             gflops=rows[variant]["flops"] / seconds / 1e9,
+                             of_peak=rows[variant]["flops"] / seconds / peak_flops,
+                             load=f"{load_before:.1f}-{load_after:.1f}" if to_run else "-")
     return list(rows.values())
 
 
 def print_table(rows: list[dict], peak_flops: float) -> None:
-    print(f"\nf32 matmul peak measured: {peak_flops / 1e9:.1f} GFLOP/s")
-    header = (f"{'L':>5} {'impl':>8} {'block':>5} {'temp MiB':>10} {'peak MiB':>10} "
-              f"{'dense/blk':>9} {'step ms':>9} {'cpu ms':>9} {'speedup':>7} {'GFLOP/s':>8} "
-              f"{'% peak':>6}")
+    print(f"\nf32 matmul peak measured: {peak_flops / 1e9:.1f} GFLOP/s; nproc {os.cpu_count()}; "
+          f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    header = (f"{'L':>4} {'impl':>11} {'block':>5} {'temp MiB':>9} {'peak MiB':>9} "
+              f"{'step ms':>8} {'cpu ms':>8} {'vs blk':>6} {'GFLOP':>7} {'Gtr':>6} "
+              f"{'XLA GF':>7} {'GFLOP/s':>7} {'%peak':>5} {'load':>9}")
     print(header)
     print("-" * len(header))
-    dense = {row["length"]: row for row in rows if row["impl"] == "dense"}
+    fastest_blocked = {}
     for row in rows:
-        reference = dense[row["length"]]
-        timing = "        -         -       -        -      -"
+        if row["impl"] == "blocked" and row["ms"] is not None:
+            best = fastest_blocked.get(row["length"])
+            fastest_blocked[row["length"]] = min(best or row["ms"], row["ms"])
+    for row in rows:
+        timing = f"{'-':>8} {'-':>8} {'-':>6}"
+        rate = f"{'-':>7} {'-':>5} {'-':>9}"
         if row["ms"] is not None:
-            speedup = reference["ms"] / row["ms"] if reference["ms"] else float("nan")
-            timing = (f"{row['ms']:9.1f} {row['cpu_ms']:9.1f} {speedup:7.2f} "
-                      f"{row['gflops']:8.1f} {100 * row['of_peak']:6.1f}")
-        print(f"{row['length']:>5} {row['impl']:>8} {row['block']:>5} {row['temp']:10.1f} "
-              f"{row['peak']:10.1f} {reference['temp'] / row['temp']:9.1f} {timing}")
+            reference = fastest_blocked.get(row["length"])
+            speedup = f"{reference / row['ms']:6.2f}" if reference else f"{'-':>6}"
+            timing = f"{row['ms']:8.1f} {row['cpu_ms']:8.1f} {speedup}"
+            rate = f"{row['gflops']:7.1f} {100 * row['of_peak']:5.1f} {row['load']:>9}"
+        print(f"{row['length']:>4} {row['impl']:>11} {row['block']:>5} {row['temp']:9.1f} "
+              f"{row['peak']:9.1f} {timing} {row['flops'] / 1e9:7.1f} "
+              f"{row['trans'] / 1e9:6.2f} {row['xla_flops'] / 1e9:7.1f} {rate}")
 
 
 @cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lengths", type=parse_ints, default=[32, 64, 128],
+    parser.add_argument("--lengths", type=parse_ints, default=[64, 128],
                         help="lengths to compile and time")
     parser.add_argument("--memory_lengths", type=parse_ints, default=[256, 512],
-                        help="lengths to compile for the memory analysis only (not run)")
+                        help="lengths to compile for memory and FLOPs only (not run)")
     parser.add_argument("--run_dense_up_to", type=int, default=64,
-                        help="longer lengths time the blocked variants only (the dense step "
-                             "needs ~0.9 GiB x (L/32)^2 at batch 64)")
-    parser.add_argument("--block_sizes", type=parse_ints, default=[8, 16, 32])
+                        help="longer lengths time the blocked and directional variants only "
+                             "(the dense step needs ~0.9 GiB x (L/32)^2 at batch 64)")
+    parser.add_argument("--blocked_sizes", type=parse_ints, default=[16],
+                        help="block sizes of the blocked kernel (16: the config default)")
+    parser.add_argument("--directional_sizes", type=parse_ints, default=[8, 16, 32],
+                        help="block sizes (queries = keys) of the directional kernel")
+    parser.add_argument("--no_dense", action="store_true", help="leave the dense variant out")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the step without the n^2 attention (module docstring)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--embed_dim", type=int, default=300)
     parser.add_argument("--hidden", type=int, default=300)
@@ -113,14 +161,18 @@ def main() -> None:
     args = parser.parse_args()
 
     peak_flops = matmul_peak_flops()
-    variants = [("dense", None)] + [("blocked", size) for size in args.block_sizes]
+    variants = ([] if args.no_dense else [("dense", None)])
+    variants += [("blocked", size) for size in args.blocked_sizes]
+    variants += [("directional", size) for size in args.directional_sizes]
+    variants += [FLOOR] if args.floor else []
     rows = []
     for length in args.lengths:
-        to_run = variants if length <= args.run_dense_up_to else variants[1:]
+        to_run = [v for v in variants if v[0] != "dense" or length <= args.run_dense_up_to]
         rows += benchmark_length(length, variants, to_run, args, peak_flops)
         print(f"length {length} done", flush=True)
     for length in args.memory_lengths:
-        rows += benchmark_length(length, variants, [], args, peak_flops)
+        rows += benchmark_length(length, [v for v in variants if v != FLOOR], [], args,
+                                 peak_flops)
     print_table(rows, peak_flops)
 
 

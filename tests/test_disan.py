@@ -103,7 +103,7 @@ def scalar_loss(token_states, sentence):
 
 # ---- tests ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("impl", ["dense", "blocked"])
+@pytest.mark.parametrize("impl", ["dense", "blocked", "directional"])
 def test_outputs_match_loop_reference(reference_setup, impl):
     batch, params = reference_setup
     model = build_encoder(config(attention_impl=impl), VOCAB)
@@ -118,7 +118,7 @@ def test_outputs_match_loop_reference(reference_setup, impl):
     np.testing.assert_array_equal(out["sentence"][3], 0.0)  # empty sentence
 
 
-def test_gradients_match_loop_reference_for_dense_and_blocked(reference_setup):
+def test_gradients_match_loop_reference_for_every_impl(reference_setup):
     batch, params = reference_setup
 
     def model_loss(model, params):
@@ -129,7 +129,7 @@ def test_gradients_match_loop_reference_for_dense_and_blocked(reference_setup):
         return scalar_loss(*reference_disan(jnp, params, batch["tokens"], LENGTHS))
 
     expected = jax.grad(reference_loss)(params)
-    for impl in ("dense", "blocked"):  # block 4 does not divide L = 6
+    for impl in ("dense", "blocked", "directional"):  # block 4 does not divide L = 6
         model = build_encoder(config(attention_impl=impl), VOCAB)
         grads = jax.jit(jax.grad(functools.partial(model_loss, model)))(params)
         chex.assert_tree_all_finite(grads)
@@ -142,7 +142,7 @@ def test_padding_does_not_change_the_encoding(reference_setup):
     padded = {"tokens": jnp.pad(short["tokens"], ((0, 0), (0, 4))), "lengths": short["lengths"]}
     model = build_encoder(config(attention_impl="auto", blocked_threshold=8), VOCAB)
     out_short = model.apply({"params": params}, short, train=False)  # dense (5 < 8)
-    out_padded = model.apply({"params": params}, padded, train=False)  # blocked (9 >= 8)
+    out_padded = model.apply({"params": params}, padded, train=False)  # directional (9 >= 8)
     np.testing.assert_allclose(out_padded["tokens"][:, :5], out_short["tokens"], rtol=1e-5,
                                atol=1e-6)
     np.testing.assert_allclose(out_padded["sentence"], out_short["sentence"], rtol=1e-5,

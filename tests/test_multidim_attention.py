@@ -8,10 +8,12 @@ import pytest
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.fusion import FusionGate
-from jaxenc.layers.masks import DirectionalMask
+from jaxenc.layers.masks import DenseMask, DirectionalMask, SegmentMask
 from jaxenc.layers.multidim_attention import (
     Source2Token,
+    Token2TokenAttention,
     Token2TokenOptions,
+    _triangle_plan,
     multidim_token2token,
     resolve_impl,
     score_function,
@@ -50,7 +52,8 @@ def reference_token2token(queries, keys, values, mask, score):
 def reference_mask(direction, length, n):
     """Loop version of the directional masks: M[j, i] for query j, key i."""
     allowed = {"forward": lambda j, i: i < j, "backward": lambda j, i: i > j,
-               "diag": lambda j, i: i != j, "none": lambda j, i: True}[direction]
+               "diag": lambda j, i: i != j, "causal": lambda j, i: i <= j,
+               "none": lambda j, i: True}[direction]
     return np.array([[allowed(j, i) and i < length for i in range(n)] for j in range(n)])
 
 
@@ -166,7 +169,7 @@ def test_blocked_accepts_an_explicit_mask_matrix():
     chex.assert_trees_all_close(blocked, dense, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("impl", ["dense", "blocked"])
+@pytest.mark.parametrize("impl", ["dense", "blocked", "directional"])
 def test_rows_without_keys_give_zeros_and_finite_grads(impl):
     batch, n, d = 2, 5, 3
     inputs = random_inputs(5, batch, n, d)
@@ -190,6 +193,168 @@ def test_blocked_memory_is_far_below_dense():
     score_tensor = batch * n * n * d * 4
     assert temp["dense"] >= score_tensor  # dense keeps at least one [B, n, n, d] tensor
     assert temp["blocked"] * 8 <= temp["dense"], temp
+
+
+# ---- the directional kernel: only the key blocks on the allowed side (issue 13) ----------------
+
+@pytest.mark.parametrize("num_blocks", range(1, 8))
+@pytest.mark.parametrize("triangle", ["lower", "upper"])
+def test_triangle_plan_covers_each_allowed_block_pair_once(num_blocks, triangle):
+    query_blocks, key_blocks, owner, order = _triangle_plan(num_blocks, triangle)
+    pairs = [(query_blocks[step, side], key)
+             for step in range(len(owner)) for side, key in zip(owner[step], key_blocks[step],
+                                                                strict=True) if side >= 0]
+    allowed = [(q, k) for q in range(num_blocks) for k in range(num_blocks)
+               if (k <= q if triangle == "lower" else k >= q)]
+    assert sorted(pairs) == sorted(allowed)  # each allowed pair once, diagonal included
+    assert owner.shape[1] == (num_blocks + 1 if num_blocks > 1 else 1)  # balanced steps
+    np.testing.assert_array_equal(query_blocks.reshape(-1)[order], np.arange(num_blocks))
+
+
+@pytest.mark.parametrize(("n", "block_size", "direction"), [
+    (13, 4, "forward"),  # 4 blocks, the last one partial
+    (13, 4, "backward"),
+    (21, 8, "backward"),  # 3 blocks: an odd count, the middle block alone in its step
+    (11, 16, "causal"),  # shorter than one block
+    (10, 4, "diag"),  # not one-sided: computed by the blocked kernel
+])
+def test_directional_equals_dense_and_loop_reference_values_and_grads(n, block_size, direction):
+    batch, d = 4, 3
+    lengths = [n, n - 3, 1, 0]  # padding, a one-token and an empty sentence
+    queries, keys, values = random_inputs(n + 100, batch, n, d)
+    mask = DirectionalMask(jnp.array(lengths), direction)
+    dense_loss, dense_grads = attention_loss("dense", mask, "scaled_tanh", block_size)(
+        queries, keys, values)
+    loss, grads = attention_loss("directional", mask, "scaled_tanh", block_size)(
+        queries, keys, values)
+    np.testing.assert_allclose(loss, dense_loss, rtol=1e-5)
+    for grad, dense_grad in zip(grads, dense_grads, strict=True):
+        chex.assert_tree_all_finite(grad)
+        np.testing.assert_allclose(grad, dense_grad, rtol=1e-4, atol=1e-5)
+    score_fn, bound = score_function("scaled_tanh", C)
+    options = Token2TokenOptions(attention_impl="directional", block_size=block_size)
+    out = jax.jit(lambda *inputs: multidim_token2token(
+        *inputs, mask, score_fn=score_fn, score_bound=bound, options=options))(
+        queries, keys, values)
+    for b, length in enumerate(lengths):
+        expected = reference_token2token(queries[b].astype(np.float64), keys[b], values[b],
+                                         reference_mask(direction, length, n), np_scaled_tanh)
+        np.testing.assert_allclose(out[b], expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[3], 0.0)  # the empty sentence: no query has a key
+    if direction == "forward":
+        np.testing.assert_array_equal(out[:, 0], 0.0)  # the first token has no earlier key
+    if direction == "backward":
+        np.testing.assert_array_equal(out[2], 0.0)  # one token: no later key anywhere
+
+
+def test_directional_with_the_whole_batch_per_step_equals_dense():
+    batch, n, d = 3, 9, 4  # examples_per_step=0: the accelerator setting, the kernel vmapped
+    inputs = random_inputs(7, batch, n, d)
+    mask = DirectionalMask(jnp.array([9, 6, 0]), "backward")
+    dense = attention_loss("dense", mask, "scaled_tanh", 4)(*inputs)
+    directional = attention_loss("directional", mask, "scaled_tanh", 4,
+                                 examples_per_step=0)(*inputs)
+    chex.assert_trees_all_close(directional, dense, rtol=1e-4, atol=1e-5)
+
+
+def test_directional_parameter_gradients_equal_dense():
+    x = jnp.asarray(np.random.default_rng(10).normal(size=(2, 10, 6)), jnp.float32)
+    mask = DirectionalMask(jnp.array([10, 7]), "backward")  # DiSAN's: tests/test_disan.py
+
+    def make_loss(impl):
+        module = Token2TokenAttention(options=Token2TokenOptions(attention_impl=impl,
+                                                                 block_size=4))
+
+        def loss(params, x):
+            return jnp.sum(jnp.sin(module.apply(params, x, mask, train=False)))
+
+        return module, jax.jit(jax.grad(loss, argnums=(0, 1)))
+
+    module, dense_grad = make_loss("dense")
+    params = module.init(jax.random.key(3), x, mask, train=False)
+    params = jax.tree.map(lambda p: p + 0.3, params)  # a non-zero score bias too
+    _, directional_grad = make_loss("directional")
+    expected, grads = dense_grad(params, x), directional_grad(params, x)
+    chex.assert_tree_all_finite(grads)
+    chex.assert_trees_all_close(grads, expected, rtol=1e-4, atol=1e-5)
+
+
+def primitive_elements(jaxpr, name: str) -> int:
+    """Output elements of every `name` equation of a jaxpr, scan bodies times their length."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        repeat = eqn.params["length"] if eqn.primitive.name == "scan" else 1
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            if hasattr(inner, "eqns"):
+                count += repeat * primitive_elements(inner, name)
+        if eqn.primitive.name == name:
+            count += int(np.prod(eqn.outvars[0].aval.shape))
+    return count
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_directional_computes_only_the_allowed_key_blocks(direction):
+    n, d, size = 64, 8, 16  # 4 blocks: 10 of the 16 block pairs lie on the allowed side
+    inputs = random_inputs(8, 1, n, d)
+    mask = DirectionalMask(jnp.array([n]), direction)
+    tanh = {impl: primitive_elements(jax.make_jaxpr(attention_loss(impl, mask, "scaled_tanh",
+                                                                   size))(*inputs).jaxpr, "tanh")
+            for impl in ("blocked", "directional")}
+    # forward + the backward pass's recomputation: each allowed 16 x 16 block twice, nothing else
+    assert tanh["directional"] == 2 * 10 * size * size * d
+    assert tanh["blocked"] == 2 * n * n * d  # every score, masked or not
+    assert tanh["directional"] / tanh["blocked"] == (4 + 1) / (2 * 4)
+
+
+def test_directional_transcendentals_in_xla_cost_analysis():
+    n, d = 32, 8  # blocks of 16: one step, 3 of the 4 block pairs
+    inputs = random_inputs(9, 1, n, d)
+    mask = DirectionalMask(jnp.array([n]), "forward")
+    score_fn, bound = score_function("scaled_tanh", C)
+
+    def transcendentals(impl):
+        options = Token2TokenOptions(attention_impl=impl, block_size=16)
+        compiled = jax.jit(lambda q, k, v: multidim_token2token(
+            q, k, v, mask, score_fn=score_fn, score_bound=bound, options=options)).lower(
+            *inputs).compile()
+        return compiled.cost_analysis()["transcendentals"]
+
+    # tanh and exp per computed score: all n^2 for dense, the 3 allowed blocks for directional
+    assert transcendentals("dense") >= 2 * n * n * d
+    assert transcendentals("directional") == pytest.approx(2 * 3 * 16 * 16 * d, rel=0.01)
+
+
+def test_directional_memory_is_linear_in_length():
+    batch, d = 2, 32
+
+    def temp(n):
+        inputs = random_inputs(6, batch, n, d)
+        mask = DirectionalMask(jnp.array([n, n // 2]), "forward")
+        return (attention_loss("directional", mask, "scaled_tanh", 16).lower(*inputs).compile()
+                .memory_analysis().temp_size_in_bytes)
+
+    short, long = temp(64), temp(128)
+    assert long <= 2.6 * short, (short, long)  # linear: 2x; quadratic would be 4x
+    assert long * 3 <= batch * 128 * 128 * d * 4  # below a third of one [B, n, n, d] tensor
+
+
+def test_auto_picks_directional_only_for_one_sided_masks_and_bounded_scores():
+    lengths = jnp.array([5])
+    _, tanh_bound = score_function("scaled_tanh", C)
+    _, elu_bound = score_function("elu", C)
+    for direction in ("forward", "backward", "causal"):
+        mask = DirectionalMask(lengths, direction)
+        assert resolve_impl("auto", 32, 16, mask, tanh_bound) == "directional"
+        assert resolve_impl("auto", 8, 16, mask, tanh_bound) == "dense"  # below the threshold
+        assert resolve_impl("directional", 8, 16, mask, tanh_bound) == "directional"
+        assert resolve_impl("blocked", 32, 16, mask, tanh_bound) == "blocked"
+        assert resolve_impl("auto", 32, 16, mask, elu_bound) == "blocked"  # unbounded score
+    others = [DirectionalMask(lengths, "diag"), DirectionalMask(lengths, "none"),
+              SegmentMask(jnp.zeros((1, 5), jnp.int32)), DenseMask(jnp.ones((1, 5, 5), bool))]
+    for mask in others:
+        assert resolve_impl("auto", 32, 16, mask, tanh_bound) == "blocked"
+        assert resolve_impl("directional", 32, 16, mask, tanh_bound) == "blocked"
 
 
 def test_source2token_matches_loop_reference():

@@ -54,6 +54,21 @@ def test_encoder_outputs_equal_the_pinned_ones(name):
                                    atol=1e-6, err_msg=f"{name} {key}")
 
 
+def test_directional_disan_equals_the_pinned_outputs():
+    """The directional kernel (issue 13, after the pinning) computes the same DiSAN: blocks of 5
+    of the 12 tokens, 3 blocks (a lone middle step) and a partial last one."""
+    name = "disan_dense"
+    encoder = build_encoder(base.model_config("disan", embed_dim=8, hidden=6, keep_prob=0.8,
+                                              attention_impl="directional", block_size=5),
+                            VOCAB)
+    batch = {"tokens": PINNED["inputs/tokens"], "lengths": PINNED["inputs/lengths"]}
+    outputs = jax.jit(lambda params: encoder.apply({"params": params}, batch, train=False))(
+        pinned_params(name))
+    for key in ("tokens", "sentence"):
+        np.testing.assert_allclose(outputs[key], PINNED[f"{name}/outputs/{key}"], rtol=1e-5,
+                                   atol=1e-6, err_msg=f"{name} {key}")
+
+
 def test_decoder_logits_equal_the_pinned_ones():
     decoder = TransformerDecoder(vocab_size=VOCAB, model_dim=8, num_layers=2, num_heads=2,
                                  ff_dim=16)

@@ -101,17 +101,29 @@ class DirectionalMask(_RowsMask):
             raise ConfigError(f"unknown attention direction {self.direction!r} "
                               f"(fix: use one of {', '.join(DIRECTIONS)})")
 
+    @property
+    def triangle(self) -> str | None:
+        """"lower" when every allowed key is at or before its query (forward, causal), "upper"
+        when at or after it (backward), None otherwise (diag, none): what lets the directional
+        attention kernel skip whole key blocks."""
+        return {"forward": "lower", "causal": "lower", "backward": "upper"}.get(self.direction)
+
+    def allows(self, query_pos: jax.Array, key_pos: jax.Array) -> jax.Array:
+        """bool, the broadcast shape of query_pos and key_pos (int arrays of positions): whether
+        the direction lets the query at query_pos see the key at key_pos, lengths ignored."""
+        return {
+            "forward": lambda: key_pos < query_pos,
+            "backward": lambda: key_pos > query_pos,
+            "diag": lambda: key_pos != query_pos,
+            "causal": lambda: key_pos <= query_pos,
+            "none": lambda: jnp.ones(jnp.broadcast_shapes(jnp.shape(query_pos),
+                                                          jnp.shape(key_pos)), bool),
+        }[self.direction]()
+
     def rows(self, query_index: jax.Array, num_keys: int) -> jax.Array:
         """bool[..., q, num_keys]: the mask rows of the queries at positions query_index int[q]."""
-        queries = query_index[:, None]
         keys = jnp.arange(num_keys)[None, :]
-        allowed = {
-            "forward": lambda: keys < queries,
-            "backward": lambda: keys > queries,
-            "diag": lambda: keys != queries,
-            "causal": lambda: keys <= queries,
-            "none": lambda: jnp.ones((len(query_index), num_keys), bool),
-        }[self.direction]()
+        allowed = self.allows(query_index[:, None], keys)
         return allowed & (keys < jnp.asarray(self.lengths)[..., None, None])
 
 

@@ -10,16 +10,35 @@ query, column i the key (as in the authors' code). For one sentence of n tokens,
 M_ji = 0 where the mask (jaxenc.layers.masks: DirectionalMask, SegmentMask, DenseMask, ...)
 allows query j to see key i and -inf elsewhere; a query with no valid key outputs zeros.
 
-Two implementations of the same function (`impl`):
+Three implementations of the same function (`impl`):
 - "dense": the [n, n, d] score tensor at once (the authors' formulation; simple, O(n^2 d) memory).
 - "blocked": a loop over blocks of queries that never holds more than [block, n, d] for one
   example; `jax.checkpoint` makes the backward pass recompute each block instead of storing it.
   When the scores are bounded (scaled tanh: |f| < c) the exponentials need no max-subtraction, so
-  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. `examples_per_step` examples go
-  through the block loop together: 1 suits a CPU (each block stays in cache; bench/bench_disan.py
-  measures it faster than dense at every length), the whole batch (0) suits accelerators. It is an
-  explicit option, never sniffed from the backend at trace time, so an exported function does not
-  depend on where it was exported.
+  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. Any mask; it computes all n^2
+  scores and masks away those the mask removes.
+- "directional" (issue 13): for a DirectionalMask whose keys all lie on one side of the query
+  (forward, backward, causal) and a bounded score, keys are blocked too and query block b meets
+  only the key blocks on its allowed side, the partially masked diagonal block included:
+  (nb + 1) / (2 nb) of the scores for nb blocks, where "blocked" computes them all and masks half
+  away. A `lax.scan` over a static schedule (`_triangle_plan`: query blocks b and nb-1-b share a
+  step, nb + 1 key blocks between them) keeps every shape static and the compile time independent
+  of n; a custom VJP keeps only per-query sums (memory linear in n) and recomputes a step's scores
+  once in the backward pass, where one fused sweep yields the gradients of queries, keys and
+  values. Its block sums are chains of static slices rather than reduce ops (`_block_sum`: XLA:CPU
+  runs them in its own vectorised loops).
+  "directional" is its own value rather than a change of "blocked", so today's blocked numbers
+  stay reproducible (tests/test_pinned_outputs.py) and the two are measured side by side; with
+  any other mask (PSAN's SegmentMask, DenseMask, diag) or an unbounded score it computes what
+  "blocked" computes. "auto" picks it wherever it applies: bench/bench_disan.py measures the
+  DiSAN train step (batch 64, d 300, blocks of 8-32) 1.1x (16 tokens) to 1.6x (128) faster than
+  blocked's on a CPU, its attention part (the step minus the step without it) 1.9-2.6x
+  (results/disan/speed.md).
+
+`examples_per_step` examples go through the block loops together: 1 suits a CPU (each block stays
+in cache; bench/bench_disan.py measures blocked faster than dense at every length), the whole batch
+(0) suits accelerators. It is an explicit option, never sniffed from the backend at trace time, so
+an exported function does not depend on where it was exported.
 """
 
 from __future__ import annotations
@@ -31,12 +50,13 @@ from functools import partial
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.masks import Mask, as_mask, masked_softmax
+from jaxenc.layers.masks import DirectionalMask, Mask, as_mask, masked_softmax
 
-IMPLEMENTATIONS = ("auto", "dense", "blocked")
+IMPLEMENTATIONS = ("auto", "dense", "blocked", "directional")
 # exp(f) without a shift stays a normal, finite float32 (also summed over keys) while |f| <= this.
 FUSED_EXP_LIMIT = 60.0
 
@@ -109,13 +129,197 @@ def token2token_blocked(queries: jax.Array, keys: jax.Array, values: jax.Array, 
     return outputs.reshape(padded, d)[:n]
 
 
-def resolve_impl(impl: str, length: int, blocked_threshold: int) -> str:
-    """"dense" or "blocked"; "auto" picks blocked from `blocked_threshold` tokens up."""
+def _triangle_plan(num_blocks: int, triangle: str) -> tuple[np.ndarray, ...]:
+    """The static schedule of `token2token_directional` for `num_blocks` query (= key) blocks.
+
+    Query block b needs key blocks 0..b (triangle "lower") or b..num_blocks-1 ("upper"), so
+    blocks b and num_blocks-1-b together need num_blocks+1 key blocks: each step takes such a
+    pair (the middle block of an odd count alone), and every step has the same static number of
+    key-block slots. The steps cover exactly the key blocks on the allowed side of the diagonal,
+    the diagonal blocks included.
+
+    Returns (all int32 numpy arrays):
+      query_blocks [steps, 2]: the two query blocks of each step (num_blocks: an all-padding
+        spare block, the partner of a lone middle block; its output is dropped).
+      key_blocks [steps, slots]: the key block of each slot (0 for an unused slot).
+      owner [steps, slots]: which of the step's two query blocks a slot serves, -1: unused.
+      order [num_blocks]: where block b's output lies among the steps' outputs [steps * 2].
+    """
+    def needed(block: int | None) -> list[int]:
+        if block is None:
+            return []
+        return list(range(block + 1)) if triangle == "lower" else list(range(block, num_blocks))
+
+    pairs = [(b, num_blocks - 1 - b) for b in range(num_blocks // 2)]
+    if num_blocks % 2:
+        pairs.append((num_blocks // 2, None))
+    slots = max(len(needed(first)) + len(needed(second)) for first, second in pairs)
+    query_blocks = np.full((len(pairs), 2), num_blocks, np.int32)
+    key_blocks = np.zeros((len(pairs), slots), np.int32)
+    owner = np.full((len(pairs), slots), -1, np.int32)
+    order = np.zeros(num_blocks, np.int32)
+    for step, pair in enumerate(pairs):
+        row = [(side, key) for side, block in enumerate(pair) for key in needed(block)]
+        for side, block in enumerate(pair):
+            if block is not None:
+                query_blocks[step, side] = block
+                order[block] = 2 * step + side
+        key_blocks[step, :len(row)] = [key for _, key in row]
+        owner[step, :len(row)] = [side for side, _ in row]
+    return query_blocks, key_blocks, owner, order
+
+
+def _block_sum(x: jax.Array, axis: int) -> jax.Array:
+    """Sum over a short (block-sized) axis as a chain of static slices. XLA:CPU turns a reduce
+    into a library call that also fuses the producers' broadcast multiplies, measured 1.5x slower
+    for the whole kernel; these adds run in XLA's own loops over materialised inputs. (A tree of
+    halves let XLA fuse tanh/exp into the sliced adds, where they ran 3-5x slower per element
+    at blocks of 8 and 32; with 16 or more terms XLA never fuses a producer into the chain.)"""
+    return sum(jax.lax.index_in_dim(x, i, axis, keepdims=False) for i in range(x.shape[axis]))
+
+
+def _per_owner(owner_one_hot: jax.Array, slot_sums: jax.Array) -> jax.Array:
+    """[2, q, d]: per-slot partial sums [S, q, d] added up per owning query block."""
+    return jnp.einsum("so,sqd->oqd", owner_one_hot, slot_sums,
+                      precision=jax.lax.Precision.HIGHEST)
+
+
+def token2token_directional(queries: jax.Array, keys: jax.Array, values: jax.Array,
+                            mask: DirectionalMask, *,
+                            score_fn: Callable[[jax.Array], jax.Array],
+                            block_size: int) -> jax.Array:
+    """One sentence, as `token2token_dense`, computing only the key blocks the direction allows.
+
+    For a DirectionalMask whose allowed keys all lie on one side of the query (forward, causal:
+    `mask.triangle` "lower"; backward: "upper") and a bounded score (|f| <= FUSED_EXP_LIMIT, so
+    e^f needs no max-subtraction). Queries and keys are cut into blocks of `block_size`; query
+    block b meets only the key blocks on its allowed side, the diagonal block (partially
+    masked) included: (nb + 1) / (2 nb) of the n x n score elements for nb blocks. A `lax.scan`
+    over the steps of `_triangle_plan` (two query blocks a step, nb + 1 key blocks between them)
+    keeps every shape static; each step holds [nb + 1, block, block, d] scores, about the
+    [n, block, d] of the blocked kernel. A custom VJP keeps only the per-query sums (linear in
+    n) and recomputes the scores of a step in the backward pass, in one fused sweep that yields
+    the gradients of queries, keys and values together.
+    """
+    n, d = queries.shape
+    if n == 0:
+        return queries
+    size = min(block_size, n)
+    num_blocks = -(-n // size)
+    plan = _triangle_plan(num_blocks, mask.triangle)
+
+    def blocks(x: jax.Array, count: int) -> jax.Array:
+        return jnp.pad(x, ((0, count * size - n), (0, 0))).reshape(count, size, d)
+
+    attend = _directional_kernel(score_fn, mask.allows, plan, size)
+    out = attend(blocks(queries, num_blocks + 1), blocks(keys, num_blocks),
+                 blocks(values, num_blocks), jnp.asarray(mask.lengths))
+    return out.reshape(num_blocks * size, d)[:n]
+
+
+def _directional_kernel(score_fn: Callable[[jax.Array], jax.Array],
+                        allows: Callable[[jax.Array, jax.Array], jax.Array],
+                        plan: tuple[np.ndarray, ...], size: int) -> Callable:
+    """(query blocks [nb+1, size, d], key and value blocks [nb, size, d], length int[]) ->
+    output blocks [nb, size, d] with a custom VJP (`token2token_directional`)."""
+    query_blocks, key_blocks, owner, order = plan
+    schedule = (query_blocks, key_blocks, owner)  # numpy: constants wherever they are traced
+    offsets = np.arange(size)
+
+    def step_scores(step, q_blocks, k_blocks, v_blocks, length):
+        """The step's score inputs z [S, key, query, d], valid [S, key, query, 1], values
+        [S, key, d], slot -> owner one-hot [S, 2] and owner index [S]."""
+        pair, slot_keys, slot_owner = step
+        which = jnp.maximum(slot_owner, 0)
+        query_pos = (pair[which] * size)[:, None] + offsets  # [S, query]
+        key_pos = (slot_keys * size)[:, None] + offsets  # [S, key]
+        valid = ((slot_owner >= 0)[:, None, None] & (key_pos < length)[:, :, None]
+                 & allows(query_pos[:, None, :], key_pos[:, :, None]))
+        z = k_blocks[slot_keys][:, :, None, :] + q_blocks[pair][which][:, None, :, :]
+        one_hot = (slot_owner[:, None] == jnp.arange(2)).astype(z.dtype)
+        return z, valid[..., None], v_blocks[slot_keys], one_hot, which
+
+    def forward(q_blocks, k_blocks, v_blocks, length):
+        def step(carry, plan_row):
+            z, valid, slot_values, one_hot, _ = step_scores(plan_row, q_blocks, k_blocks,
+                                                            v_blocks, length)
+            # e^-inf = 0 masks inside the exponential's loop (a select after it is another pass)
+            weights = jnp.exp(jnp.where(valid, score_fn(z), -jnp.inf))
+            total = _per_owner(one_hot, _block_sum(weights, axis=1))
+            weighted = _per_owner(one_hot, _block_sum(weights * slot_values[:, :, None], axis=1))
+            return carry, (weighted / jnp.where(total > 0, total, 1.0), total)
+
+        _, (out, total) = jax.lax.scan(step, None, schedule)  # [steps, 2, size, d] each
+        blocks_out = out.reshape(-1, *out.shape[2:])[order]
+        return blocks_out, (out, total)
+
+    @jax.custom_vjp
+    def attend(q_blocks, k_blocks, v_blocks, length):
+        return forward(q_blocks, k_blocks, v_blocks, length)[0]
+
+    def attend_forward(q_blocks, k_blocks, v_blocks, length):
+        blocks_out, (out, total) = forward(q_blocks, k_blocks, v_blocks, length)
+        return blocks_out, (q_blocks, k_blocks, v_blocks, length, out, total)
+
+    def attend_backward(residuals, grad_blocks):
+        q_blocks, k_blocks, v_blocks, length, out, total = residuals
+        # the cotangents in step layout; the spare query block (index nb) gets zeros
+        grad = jnp.concatenate([grad_blocks, jnp.zeros_like(grad_blocks[:1])])[schedule[0]]
+
+        def step(carry, inputs):
+            grad_keys, grad_values = carry
+            plan_row, step_out, step_total, step_grad = inputs
+            z, valid, slot_values, one_hot, which = step_scores(plan_row, q_blocks, k_blocks,
+                                                                v_blocks, length)
+            score, slope = jax.jvp(score_fn, (z,), (jnp.ones_like(z),))
+            weights = jnp.exp(jnp.where(valid, score, -jnp.inf))
+            # d out_j / d f_ji = e^f_ji (v_i - out_j) / total_j, per feature
+            scale = step_grad / jnp.where(step_total > 0, step_total, 1.0)  # [2, size, d]
+            shift = scale * step_out
+            scaled = weights * scale[which][:, None]  # [S, key, query, d]: only the sum below
+            grad_z = weights * (scale[which][:, None] * slot_values[:, :, None]
+                                - shift[which][:, None]) * slope
+            grad_queries = _per_owner(one_hot, _block_sum(grad_z, axis=1))  # [2, size, d]
+            slot_keys = plan_row[1]
+            grad_keys = grad_keys.at[slot_keys].add(_block_sum(grad_z, axis=2))
+            grad_values = grad_values.at[slot_keys].add(_block_sum(scaled, axis=2))
+            return (grad_keys, grad_values), grad_queries
+
+        zeros = jnp.zeros_like(k_blocks)
+        (grad_keys, grad_values), grad_queries = jax.lax.scan(
+            step, (zeros, zeros), (schedule, out, total, grad))
+        grad_queries = grad_queries.reshape(-1, *grad_queries.shape[2:])[order]
+        grad_queries = jnp.concatenate([grad_queries, jnp.zeros_like(grad_queries[:1])])
+        return grad_queries, grad_keys, grad_values, None
+
+    attend.defvjp(attend_forward, attend_backward)
+    return attend
+
+
+def directional_applies(mask: Mask | jax.Array, score_bound: float | None) -> bool:
+    """Whether `token2token_directional` computes this mask and score: a DirectionalMask with
+    its keys on one side of the query and a bounded score."""
+    return (isinstance(mask, DirectionalMask) and mask.triangle is not None
+            and score_bound is not None and score_bound <= FUSED_EXP_LIMIT)
+
+
+def resolve_impl(impl: str, length: int, blocked_threshold: int, mask: Mask | None = None,
+                 score_bound: float | None = None) -> str:
+    """"dense", "blocked" or "directional" for this bucket length, mask and score bound.
+
+    "auto" picks dense below `blocked_threshold` tokens, and from there directional where it
+    applies (`directional_applies`: DiSAN's forward/backward masks with the scaled tanh) and
+    blocked otherwise; "directional" falls back to blocked where it does not apply.
+    """
     if impl not in IMPLEMENTATIONS:
         raise ConfigError(f"unknown attention_impl {impl!r} "
                           f"(fix: use one of {', '.join(IMPLEMENTATIONS)})")
     if impl == "auto":
-        return "blocked" if length >= blocked_threshold else "dense"
+        impl = "blocked" if length >= blocked_threshold else "dense"
+        if impl == "blocked" and mask is not None and directional_applies(mask, score_bound):
+            impl = "directional"
+    if impl == "directional" and not (mask is not None and directional_applies(mask, score_bound)):
+        impl = "blocked"
     return impl
 
 
@@ -124,18 +328,28 @@ class Token2TokenOptions:
     """How token2token attention is computed (never what it computes).
 
     Attributes:
-      attention_impl: "dense", "blocked" or "auto" (blocked from `blocked_threshold` tokens up).
-      block_size: queries per block of the blocked implementation.
-      blocked_threshold: the shortest bucket length "auto" computes blocked.
-      examples_per_step: examples the blocked loop takes per step; 0 = the whole batch (the
-        right choice on accelerators), 1 = one at a time (the fastest on a CPU, measured 1.7x
-        faster than the whole batch at once).
+      attention_impl: "dense", "blocked", "directional" or "auto" (dense below
+        `blocked_threshold` tokens; from there directional where it applies, DiSAN's
+        forward/backward masks with the scaled tanh, and blocked otherwise). "directional"
+        elsewhere computes what "blocked" computes (module docstring).
+      block_size: queries per block of the blocked implementation; queries and keys per block
+        of the directional one (16 measured fastest on a CPU, bench/bench_disan.py).
+      blocked_threshold: the shortest bucket length "auto" computes blocked or directional.
+      examples_per_step: examples the blocked and directional loops take per step; 0 = the
+        whole batch (the right choice on accelerators), 1 = one at a time (the fastest on a CPU,
+        measured 1.7x faster than the whole batch at once for blocked).
     A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
     """
 
+    # "auto" | "dense" | "blocked" | "directional": which kernel computes token2token attention
+    # (the same function, up to float rounding); "auto" = dense below blocked_threshold tokens,
+    # directional for one-sided directional masks with a bounded score, blocked otherwise.
     attention_impl: str = "auto"
+    # queries per block (blocked); queries and keys per block (directional)
     block_size: int = 16
+    # the shortest bucket length "auto" computes blocked / directional rather than dense
     blocked_threshold: int = 16
+    # examples per step of the blocked and directional loops: 1 on a CPU, 0 (all) on accelerators
     examples_per_step: int = 1
 
     def __post_init__(self):
@@ -164,13 +378,18 @@ def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array,
     """Batched token2token attention: queries, keys, values [B, n, d], mask [B, n, n] -> [B, n, d].
 
     keys already include the score bias. The dense version is vmapped over the batch; the blocked
-    one visits `options.examples_per_step` examples at a time (0: all).
+    and directional ones visit `options.examples_per_step` examples at a time (0: all).
     """
-    impl = resolve_impl(options.attention_impl, queries.shape[1], options.blocked_threshold)
+    impl = resolve_impl(options.attention_impl, queries.shape[1], options.blocked_threshold,
+                        mask, score_bound)
     if impl == "dense":
         return jax.vmap(partial(token2token_dense, score_fn=score_fn))(queries, keys, values, mask)
-    per_example = partial(token2token_blocked, score_fn=score_fn, score_bound=score_bound,
-                          block_size=options.block_size)
+    if impl == "directional":
+        per_example = partial(token2token_directional, score_fn=score_fn,
+                              block_size=options.block_size)
+    else:
+        per_example = partial(token2token_blocked, score_fn=score_fn, score_bound=score_bound,
+                              block_size=options.block_size)
     per_step = options.examples_per_step or queries.shape[0]
     return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
                        batch_size=None if per_step == 1 else per_step)

@@ -13,12 +13,15 @@ and the sentence vector is the source2token attention over u = [u^fw; u^bw] [n, 
     eq. 13:    s = sum_i softmax_i(f(u_i)) ⊙ u_i                                    [2 d_h]
 Dropout (keep_prob) acts on the inputs of the linear maps, never on the summed values.
 
-The token2token attention is "dense" (the [n, n, d_h] tensor, as the authors) or "blocked"
-(blocks of queries, recomputed in the backward pass; jaxenc/layers/multidim_attention.py);
-attention_impl="auto" takes blocked from `blocked_threshold` tokens up: on a CPU,
-bench/bench_disan.py measures its training step 1.3-2.8x faster from 16 tokens up, with 3.4x (16
-tokens) to 88x (512) less memory, growing linearly in n. `examples_per_step` (1 on a CPU, 0 = the
-whole batch on accelerators) is part of the config, so nothing depends on the tracing backend.
+The token2token attention is "dense" (the [n, n, d_h] tensor, as the authors), "blocked"
+(blocks of queries against all keys, recomputed in the backward pass) or "directional" (only the
+key blocks the forward/backward mask allows, about half; jaxenc/layers/multidim_attention.py).
+attention_impl="auto" takes directional from `blocked_threshold` tokens up: on a CPU,
+bench/bench_disan.py measures blocked's training step 1.3-2.8x faster than dense from 16 tokens
+up with 3.4x (16 tokens) to 88x (512) less memory, and directional's 1.1x (16 tokens), 1.3x
+(32), 1.4-1.6x (64 and 128) faster than blocked's, memory still linear in n (results/disan/
+speed.md). `examples_per_step` (1 on a CPU, 0 = the whole batch on accelerators) is part of the
+config, so nothing depends on the tracing backend.
 """
 
 from __future__ import annotations
