@@ -39,7 +39,7 @@ from jaxenc.layers.dense import Kernel
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import length_mask
 from jaxenc.models.config import EncoderConfig, StructureNeeds, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import PARSER_NAMES
 
 
@@ -158,8 +158,8 @@ class TreeLSTM(nn.Module):
         u_f = Kernel(d, d, name="f_h")().astype(dtype)
         h, _ = child_sum_levels(x_iou, x_f, u_iou, u_f, heads, node_depths(heads, valid))
         root_word = (heads == 0)[..., None]
-        return {"tokens": h, "sentence": jnp.sum(jnp.where(root_word, h, 0), axis=1),
-                "memory": h, "memory_mask": valid}
+        return encoder_outputs(tokens=h, sentence=jnp.sum(jnp.where(root_word, h, 0), axis=1),
+                               memory=h, memory_mask=valid)
 
 
 def _structures(config: TreeLSTMConfig) -> StructureNeeds:

@@ -296,7 +296,9 @@ class Position:
 
 @dataclasses.dataclass
 class Setup:
-    """A run ready to train: batches, the task model, the optimiser, the initial state."""
+    """A run ready to train: batches, the task model, the optimiser, the initial state, and the
+    jitted evaluation step (one for the run: each bucket compiles once, however often dev and
+    test are evaluated)."""
 
     config: ml_collections.ConfigDict
     workdir: Path
@@ -307,6 +309,7 @@ class Setup:
     tx: optax.GradientTransformation
     mesh: Mesh
     state: TrainState
+    eval_step: EvalStep
     summary: str  # one line: what is trained on what
     samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
 
@@ -370,7 +373,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
         samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
                                 config.train.samples, config.task.head.decoder.max_decode_length)
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples)
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state,
+                 make_eval_step(model, task, mesh), summary, samples)
 
 
 class _TrainLog:
@@ -456,7 +460,6 @@ def fit(setup: Setup, state: TrainState, position: Position,
     checkpoint_every = config.checkpoint.every or eval_every
     train_step = make_train_step(setup.model, task, setup.tx, mesh,
                                  skip_nonfinite=train_cfg.nonfinite == "skip")
-    eval_step = make_eval_step(setup.model, task, mesh)
     metrics_log = report.MetricsLog(setup.workdir / report.METRICS_FILE)
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
@@ -479,7 +482,7 @@ def fit(setup: Setup, state: TrainState, position: Position,
                 if record:
                     train_log.flush(step)
                 if evaluation:
-                    _evaluate_dev(setup, eval_step, state, step, checkpoints, train_log)
+                    _evaluate_dev(setup, state, step, checkpoints, train_log)
                 if save or position.stopped:
                     checkpoints.save(state, dataclasses.asdict(position))
                 if step >= total_steps or position.stopped:
@@ -492,12 +495,12 @@ def fit(setup: Setup, state: TrainState, position: Position,
     return state, position, train_step._cache_size()
 
 
-def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: int,
+def _evaluate_dev(setup: Setup, state: TrainState, step: int,
                   checkpoints: checkpointing.Checkpoints, train_log: _TrainLog) -> None:
     """Evaluates on dev (not timed as training), records it, and keeps the params when they
     are among the best."""
     config, task, position = setup.config, setup.task, train_log.position
-    dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
+    dev = evaluate(setup.eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
     train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
     if setup.samples is not None:
@@ -544,8 +547,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     checkpoints.wait()
     best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
     checkpoints.close()
-    eval_step = make_eval_step(setup.model, setup.task, setup.mesh)
-    final = {split: evaluate(eval_step, best, setup.batchers[split], setup.task, setup.mesh)
+    final = {split: evaluate(setup.eval_step, best, setup.batchers[split], setup.task, setup.mesh)
              for split in EVAL_SPLITS}
     notes = []
     if setup.task.generates:  # e.g. BLEU of decoded translations
