@@ -251,6 +251,11 @@ def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
 # ----------------------------------------------------------------------------- training
 
 
+def metrics_file(workdir: Path) -> report.MetricsLog:
+    """The run's metrics.jsonl, written by process 0 only (every process computes the same)."""
+    return report.MetricsLog(workdir / report.METRICS_FILE, enabled=jax.process_index() == 0)
+
+
 def count_params(params: dict) -> tuple[int, int]:
     """(all parameters, parameters outside embedding tables)."""
     leaves = jax.tree_util.tree_leaves_with_path(params)
@@ -460,12 +465,12 @@ def fit(setup: Setup, state: TrainState, position: Position,
     checkpoint_every = config.checkpoint.every or eval_every
     train_step = make_train_step(setup.model, task, setup.tx, mesh,
                                  skip_nonfinite=train_cfg.nonfinite == "skip")
-    metrics_log = report.MetricsLog(setup.workdir / report.METRICS_FILE)
+    metrics_log = metrics_file(setup.workdir)
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
                     desc=f"{config.model.name}/{setup.info.name}",
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
-                    disable=None if train_cfg.progress_bar else True)
+                    disable=None if train_cfg.progress_bar and jax.process_index() == 0 else True)
     train_log = _TrainLog(metrics_log, bar, position)
     with contextlib.closing(bar):
         while step < total_steps and not position.stopped:
@@ -535,8 +540,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         state, position = restored[0], Position(**restored[1])
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
+    metrics_file(workdir).drop_after(int(state.step))
     if jax.process_index() == 0:
-        report.MetricsLog(workdir / report.METRICS_FILE).drop_after(int(state.step))
         if changes:
             checkpointing.record_changes(workdir, config, changes)
             log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
@@ -555,8 +560,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
                           setup.batchers["test"], setup.mesh)
         generated, notes = setup.task.test_metrics(outputs, splits["test"])
         final["test"].update(generated)
-    report.MetricsLog(workdir / report.METRICS_FILE).write(position.best_step, "test",
-                                                           final["test"])
+    metrics_file(workdir).write(position.best_step, "test", final["test"])
     total, outside = count_params(state.params)
     metric = setup.task.primary_metric
     return {
