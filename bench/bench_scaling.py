@@ -3,11 +3,14 @@ at a fixed global batch.
 
 The step is the training loop's (`jaxenc.training.steps.make_train_step`: params replicated, the
 batch split over the mesh's "data" axis, XLA's gradient all-reduce), on batches of the embedded
-synthetic dataset built by the loop's own `prepare` (one bucket, so one compile per mesh). Every
-mesh starts from the same parameters; the meshes take turns in every repeat (load drifts on a
-shared machine hit all alike). Reported per model and device count: the median wall and process
-CPU milliseconds per step, examples per second, the loss after the timed steps (equal across
-meshes up to float rounding) and the time relative to one device.
+synthetic dataset built by the loop's own `prepare` (one bucket, so one compile per mesh). DiSAN's
+blocked attention takes one example per step on one device and the whole batch on several
+(`examples_per_step` 1 and 0, the fast settings); --examples_per_step=1 shows what stepping
+through the split batch axis costs (XLA gathers the batch and every device computes all of it).
+Every mesh starts from the same parameters; the meshes take turns in every repeat (load drifts
+on a shared machine hit all alike). Reported per model and device count: the median wall and
+process CPU milliseconds per step, examples per second, the loss after the timed steps (equal
+across meshes up to float rounding) and the time relative to one device.
 
 Without accelerators the devices are fake: XLA_FLAGS=--xla_force_host_platform_device_count=8
 (set here unless XLA_FLAGS is) splits the host CPU into 8 devices that share the same cores, so
@@ -24,6 +27,7 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import itertools  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -57,6 +61,16 @@ def model_config(name: str, width: int, batch: int, length: int):
     return config
 
 
+def per_step(model, examples: int):
+    """The task model with its encoder's `examples_per_step` (DiSAN's blocked attention; how,
+    never what it computes) set to `examples`; unchanged for encoders without it."""
+    encoder = model.encoder
+    if not hasattr(encoder.config, "examples_per_step"):
+        return model
+    return model.clone(encoder=encoder.clone(
+        config=dataclasses.replace(encoder.config, examples_per_step=examples)))
+
+
 def benchmark(name: str, args) -> list[dict]:
     """Rows (devices, ms, cpu_ms, examples/s, loss) of `name` on every device count."""
     config = model_config(name, args.width, args.batch, args.length)
@@ -67,7 +81,8 @@ def benchmark(name: str, args) -> list[dict]:
     runs = {}
     for count in args.devices:
         mesh = make_mesh(jax.devices()[:count])
-        step = make_train_step(setup.model, setup.task, setup.tx, mesh)
+        examples = args.examples_per_step if args.examples_per_step >= 0 else int(count == 1)
+        step = make_train_step(per_step(setup.model, examples), setup.task, setup.tx, mesh)
         state = create_train_state(params, setup.tx, config.train.seed, replicated(mesh))
         sharded = [shard_batch(batch, mesh) for batch in batches]
         jax.block_until_ready(step(state, sharded[0]))  # compiles; `state` is donated
@@ -97,7 +112,9 @@ def print_table(rows: list[dict], args) -> None:
     devices = jax.devices()
     fake = devices[0].platform == "cpu"
     print(f"\n{len(devices)} {devices[0].platform} device(s), global batch {args.batch}, "
-          f"bucket {args.length}, width {args.width}, {args.steps} steps x {args.repeats} "
+          f"bucket {args.length}, width {args.width}, DiSAN examples_per_step "
+          f"{args.examples_per_step if args.examples_per_step >= 0 else '1 on 1 device, else 0'}"
+          f", {args.steps} steps x {args.repeats} "
           f"repeats, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if fake:
         print("NOTE: fake CPU devices (--xla_force_host_platform_device_count) share the same "
@@ -125,6 +142,10 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=32, help="the one bucket length")
     parser.add_argument("--width", type=int, default=64, help="embedding and model width")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per repeat")
+    parser.add_argument("--examples_per_step", type=int, default=-1,
+                        help="DiSAN's blocked loop: examples per step (-1: 1 on one device, 0 = "
+                             "the whole batch on several; 1 everywhere shows the batch gathered "
+                             "on every device)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     unknown = set(args.models.split(",")) - set(MODELS)

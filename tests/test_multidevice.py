@@ -1,6 +1,8 @@
 """Data parallelism: steps on 2, 4 and 8 (fake CPU) devices equal the same steps on one device,
-for a Transformer and for the Tree-LSTM (structure fields, a loop whose length depends on the
-batch). The multi-process version is tests/test_multihost.py."""
+for a Transformer, the Tree-LSTM (structure fields, a loop whose length depends on the batch) and
+DiSAN's blocked attention (a loop over the batch); and each device computes its own rows only:
+the compiled step gathers nothing across devices (it all-reduces gradients and scalars). The
+multi-process version is tests/test_multihost.py."""
 
 import functools
 import operator
@@ -30,6 +32,10 @@ MODELS = {
                          dropout_rate=0.2), ("layer_0", "ffn", "hidden", "kernel")),
     # structure fields and the [root] prefix; the depth loop's bound is the batch's global depth
     "tree_lstm": (dict(embed_dim=16, memory_dim=16), ("f_h", "kernel")),
+    # the blocked loop over the whole batch at once (examples_per_step=0: the batch axis that
+    # the devices split is vmapped, never stepped through)
+    "disan": (dict(embed_dim=16, hidden=16, keep_prob=0.8, attention_impl="blocked",
+                   block_size=8, examples_per_step=0), ("forward", "hidden", "kernel")),
 }
 
 
@@ -58,13 +64,15 @@ def prepared(name: str):
 
 @functools.cache
 def trained(name: str, num_devices: int):
-    """(losses, params, eval outputs) of two train steps of `name` on the first `num_devices`
-    devices, from the same initial params and batches whatever the number."""
+    """(losses, params, eval outputs, compiled train step's HLO) of two train steps of `name` on
+    the first `num_devices` devices, from the same initial params and batches whatever the
+    number."""
     model, task, optim_cfg, batches, params = prepared(name)
     mesh = make_mesh(jax.devices()[:num_devices])
     tx = build_optimizer(optim_cfg, params)
     state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
-    train_step = make_train_step(model, task, tx, mesh)
+    train_step = make_train_step(model, task, tx, mesh).lower(
+        state, shard_batch(batches[0], mesh)).compile()
     losses = []
     for batch in batches:  # two steps: the second uses the optimiser state of the first
         sharded = shard_batch(batch, mesh)
@@ -77,15 +85,16 @@ def trained(name: str, num_devices: int):
     assert all(leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state.params))
     outputs = to_host(make_eval_step(model, task, mesh)(state.params,
                                                         shard_batch(batches[0], mesh)))
-    return losses, jax.device_get(state.params), outputs
+    return losses, jax.device_get(state.params), outputs, train_step.as_text()
 
 
 @pytest.mark.parametrize("num_devices", [2, 4, 8])
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_steps_on_several_devices_equal_one_device(name, num_devices):
     assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
-    (losses_1, params_1, outputs_1), (losses_n, params_n, outputs_n) = (
+    (losses_1, params_1, outputs_1, _), (losses_n, params_n, outputs_n, hlo) = (
         trained(name, 1), trained(name, num_devices))
+    assert "all-reduce(" in hlo and "all-gather(" not in hlo, "a device computed others' rows"
     np.testing.assert_allclose(losses_n, losses_1, rtol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
                  params_n, params_1)

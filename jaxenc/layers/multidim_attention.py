@@ -130,8 +130,11 @@ class Token2TokenOptions:
       block_size: queries per block of the blocked implementation.
       blocked_threshold: the shortest bucket length "auto" computes blocked.
       examples_per_step: examples the blocked loop takes per step; 0 = the whole batch (the
-        right choice on accelerators), 1 = one at a time (the fastest on a CPU, measured 1.7x
-        faster than the whole batch at once).
+        right choice on accelerators), 1 = one at a time (the fastest on one CPU device,
+        measured 1.7x faster than the whole batch at once). A data-parallel run over several
+        devices needs 0: the loop walks the batch axis that the devices split, so any other
+        count makes XLA gather the whole batch on every device, which computes all of it
+        (bench/bench_scaling.py; `jaxenc.training.sharding.check_examples_per_step` warns).
     A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
     """
 
