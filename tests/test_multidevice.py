@@ -1,5 +1,8 @@
-"""Data parallelism: a step on 8 (fake CPU) devices equals the same step on one device, for a
-Transformer and for the Tree-LSTM (structure fields, a loop whose length depends on the batch)."""
+"""Data parallelism: steps on 2, 4 and 8 (fake CPU) devices equal the same steps on one device,
+for a Transformer, the Tree-LSTM (structure fields, a loop whose length depends on the batch) and
+DiSAN's blocked attention (a loop over the batch); and each device computes its own rows only:
+the compiled step gathers nothing across devices (it all-reduces gradients and scalars). The
+multi-process version is tests/test_multihost.py."""
 
 import functools
 import operator
@@ -29,13 +32,17 @@ MODELS = {
                          dropout_rate=0.2), ("layer_0", "ffn", "hidden", "kernel")),
     # structure fields and the [root] prefix; the depth loop's bound is the batch's global depth
     "tree_lstm": (dict(embed_dim=16, memory_dim=16), ("f_h", "kernel")),
+    # the blocked loop over the whole batch at once (examples_per_step=0: the batch axis that
+    # the devices split is vmapped, never stepped through)
+    "disan": (dict(embed_dim=16, hidden=16, keep_prob=0.8, attention_impl="blocked",
+                   block_size=8, examples_per_step=0), ("forward", "hidden", "kernel")),
 }
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_steps_on_eight_devices_equal_one_device(name):
-    assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
-    small, weight = MODELS[name]
+@functools.cache
+def prepared(name: str):
+    """(model, task, optimiser config, two training batches, initial params) of `name`."""
+    small, _ = MODELS[name]
     config = base.get_config(f"{name},synthetic")
     config.model.update(small)
     config.task.head.hidden_dims = (16,)
@@ -52,32 +59,47 @@ def test_steps_on_eight_devices_equal_one_device(name):
     batches = list(Batcher(features, batch_size=GLOBAL_BATCH, buckets=(32,), shuffle=True,
                            seed=0).epoch(0))
     params = jax.device_get(init_params(model, batches[0], seed=0))
+    return model, task, config.optim, batches, params
 
-    results = {}
-    for num_devices in (1, 8):
-        mesh = make_mesh(jax.devices()[:num_devices])
-        tx = build_optimizer(config.optim, params)
-        state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
-        train_step = make_train_step(model, task, tx, mesh)
-        losses = []
-        for batch in batches:  # two steps: the second uses the optimiser state of the first
-            sharded = shard_batch(batch, mesh)
-            shards = sharded["sentence/tokens"].addressable_shards
-            assert len(shards) == num_devices
-            chex.assert_shape([s.data for s in shards], [(GLOBAL_BATCH // num_devices, 32)]
-                              * num_devices)
-            state, stats = train_step(state, sharded)
-            losses.append(float(stats["loss"]))
-        assert all(leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state.params))
-        outputs = to_host(make_eval_step(model, task, mesh)(state.params,
-                                                            shard_batch(batches[0], mesh)))
-        results[num_devices] = (losses, jax.device_get(state.params), outputs)
 
-    (losses_1, params_1, outputs_1), (losses_8, params_8, outputs_8) = results[1], results[8]
-    np.testing.assert_allclose(losses_8, losses_1, rtol=1e-5)
+@functools.cache
+def trained(name: str, num_devices: int):
+    """(losses, params, eval outputs, compiled train step's HLO) of two train steps of `name` on
+    the first `num_devices` devices, from the same initial params and batches whatever the
+    number."""
+    model, task, optim_cfg, batches, params = prepared(name)
+    mesh = make_mesh(jax.devices()[:num_devices])
+    tx = build_optimizer(optim_cfg, params)
+    state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
+    train_step = make_train_step(model, task, tx, mesh).lower(
+        state, shard_batch(batches[0], mesh)).compile()
+    losses = []
+    for batch in batches:  # two steps: the second uses the optimiser state of the first
+        sharded = shard_batch(batch, mesh)
+        shards = sharded["sentence/tokens"].addressable_shards
+        assert len(shards) == num_devices
+        chex.assert_shape([s.data for s in shards], [(GLOBAL_BATCH // num_devices, 32)]
+                          * num_devices)
+        state, stats = train_step(state, sharded)
+        losses.append(float(stats["loss"]))
+    assert all(leaf.sharding.is_fully_replicated for leaf in jax.tree.leaves(state.params))
+    outputs = to_host(make_eval_step(model, task, mesh)(state.params,
+                                                        shard_batch(batches[0], mesh)))
+    return losses, jax.device_get(state.params), outputs, train_step.as_text()
+
+
+@pytest.mark.parametrize("num_devices", [2, 4, 8])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_steps_on_several_devices_equal_one_device(name, num_devices):
+    assert jax.device_count() == 8, "tests/conftest.py should give 8 CPU devices"
+    (losses_1, params_1, outputs_1, _), (losses_n, params_n, outputs_n, hlo) = (
+        trained(name, 1), trained(name, num_devices))
+    assert "all-reduce(" in hlo and "all-gather(" not in hlo, "a device computed others' rows"
+    np.testing.assert_allclose(losses_n, losses_1, rtol=1e-5)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
-                 params_8, params_1)
+                 params_n, params_1)
+    initial, weight = prepared(name)[-1], MODELS[name][1]
     assert not np.allclose(functools.reduce(operator.getitem, weight, params_1["encoder"]),
-                           functools.reduce(operator.getitem, weight, params["encoder"]))
-    np.testing.assert_array_equal(outputs_8["prediction"], outputs_1["prediction"])
-    np.testing.assert_allclose(outputs_8["loss"], outputs_1["loss"], rtol=1e-5)
+                           functools.reduce(operator.getitem, weight, initial["encoder"]))
+    np.testing.assert_array_equal(outputs_n["prediction"], outputs_1["prediction"])
+    np.testing.assert_allclose(outputs_n["loss"], outputs_1["loss"], rtol=1e-5)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxenc.errors import DataError
+from jaxenc.files import write_text_atomic
 
 PAD, UNK, ROOT, CLS, BOS, EOS = range(6)
 SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<unk>", "[root]", "[cls]", "<s>", "</s>")
@@ -100,12 +101,13 @@ class Vocabulary:
         return [self._tokens[i] for i in np.asarray(ids, dtype=np.int64).reshape(-1)]
 
     def save(self, path: str | os.PathLike) -> None:
-        """Writes one token per line (UTF-8); line k holds id k - 1."""
+        """Writes one token per line (UTF-8); line k holds id k - 1. Atomically: the other
+        processes of a multi-host run may read it meanwhile."""
         bad = [t for t in self._tokens if not t or t != t.strip() or "\n" in t or "\r" in t]
         if bad:
             raise DataError(f"token {bad[0]!r} cannot be written one per line", path=path,
                             fix="strip whitespace from tokens before building the vocabulary")
-        Path(path).write_text("".join(t + "\n" for t in self._tokens), encoding="utf-8")
+        write_text_atomic(path, "".join(t + "\n" for t in self._tokens))
 
     @classmethod
     def load(cls, path: str | os.PathLike, lowercase: bool = False) -> Vocabulary:

@@ -32,21 +32,24 @@ def get_activation(name: str) -> Callable[[jax.Array], jax.Array]:
 class DropoutDense(nn.Module):
     """Dense layer whose INPUT is dropped out during training (keep_prob), as in the DiSAN code.
 
-    [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias.
+    [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias. `dtype`: the computation
+    dtype (input, kernel and bias are cast to it; the parameters stay float32).
     """
 
     features: int
     use_bias: bool = True
     keep_prob: float = 1.0
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
         x = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
         kernel = self.param("kernel", GLOROT_UNIFORM, (x.shape[-1], self.features))
+        bias = (self.param("bias", nn.initializers.zeros, (self.features,)) if self.use_bias
+                else None)
+        x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
         y = jnp.dot(x, kernel)
-        if self.use_bias:
-            y = y + self.param("bias", nn.initializers.zeros, (self.features,))
-        return y
+        return y if bias is None else y + bias
 
 
 class Kernel(nn.Module):

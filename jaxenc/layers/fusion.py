@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 
 from jaxenc.layers.dense import DropoutDense
 
@@ -16,13 +17,15 @@ class FusionGate(nn.Module):
     """
 
     keep_prob: float = 1.0
+    dtype: jnp.dtype = jnp.float32  # computation dtype (parameters stay float32)
 
     @nn.compact
     def __call__(self, h: jax.Array, s: jax.Array, *, train: bool) -> jax.Array:
         features = h.shape[-1]
+        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob, dtype=self.dtype,
+                                          name=name)
         gate_logits = (
-            DropoutDense(features, keep_prob=self.keep_prob, name="context")(s, train=train)
-            + DropoutDense(features, keep_prob=self.keep_prob, name="input")(h, train=train)
-            + self.param("gate_bias", nn.initializers.zeros, (features,)))
+            dense("context")(s, train=train) + dense("input")(h, train=train)
+            + self.param("gate_bias", nn.initializers.zeros, (features,)).astype(self.dtype))
         gate = nn.sigmoid(gate_logits)
         return gate * h + (1.0 - gate) * s

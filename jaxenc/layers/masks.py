@@ -248,12 +248,20 @@ def as_mask(mask: Mask | jax.Array) -> Mask:
     return mask if hasattr(mask, "rows") else DenseMask(jnp.asarray(mask))
 
 
+def at_least_float32(x: jax.Array) -> jax.Array:
+    """x in float32 when its dtype is narrower (bfloat16), else unchanged: where mixed precision
+    runs normalisers and reductions."""
+    return x.astype(jnp.promote_types(x.dtype, jnp.float32))
+
+
 def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Array:
     """Softmax of `scores` over `axis` restricted to `mask` (broadcastable bool).
 
     Masked entries get probability 0; a slice with no valid entry is all zeros (never NaN), and
-    its gradient is zero. The max is subtracted over valid entries only.
+    its gradient is zero. The max is subtracted over valid entries only. Computed and returned in
+    float32 (at least) whatever the scores' dtype: a normaliser never runs in bfloat16.
     """
+    scores = at_least_float32(scores)
     neg = jnp.finfo(scores.dtype).min
     masked = jnp.where(mask, scores, neg)
     top = jax.lax.stop_gradient(jnp.max(masked, axis=axis, keepdims=True))
@@ -264,7 +272,9 @@ def masked_softmax(scores: jax.Array, mask: jax.Array, axis: int = -1) -> jax.Ar
 
 
 def masked_mean(values: jax.Array, mask: jax.Array, axis: int = -2) -> jax.Array:
-    """Mean of `values` over `axis` where mask (values.shape without the feature axis) is True."""
+    """Mean of `values` over `axis` where mask (values.shape without the feature axis) is True,
+    summed and returned in float32 (at least) whatever the values' dtype."""
+    values = at_least_float32(values)
     weights = mask.astype(values.dtype)[..., None]
     total = jnp.sum(values * weights, axis=axis)
     count = jnp.sum(weights, axis=axis)

@@ -54,7 +54,7 @@ import numpy as np
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.masks import DirectionalMask, Mask, as_mask, masked_softmax
+from jaxenc.layers.masks import DirectionalMask, Mask, as_mask, at_least_float32, masked_softmax
 
 IMPLEMENTATIONS = ("auto", "dense", "blocked", "directional")
 # exp(f) without a shift stays a normal, finite float32 (also summed over keys) while |f| <= this.
@@ -81,18 +81,20 @@ def _attend(queries: jax.Array, keys: jax.Array, values: jax.Array, rows: jax.Ar
     reduces a [block, n, d] chunk over its leading axis ~15x slower than over the others, and the
     backward pass reduces over queries). fused: one pass accumulating sum_i e^f ⊙ v_i and
     sum_i e^f, valid when |f| <= FUSED_EXP_LIMIT; otherwise a max-subtracted softmax.
+    Mixed precision: the scores are computed in the inputs' dtype, the exponentials and the sums
+    over keys in float32; the result has the values' dtype.
     """
     query_axis = 1 - key_axis
     scores = score_fn(jnp.expand_dims(queries, key_axis) + jnp.expand_dims(keys, query_axis))
     valid = jnp.moveaxis(rows, 1, key_axis)[..., None]
-    values = jnp.expand_dims(values, query_axis)
+    dtype, values = values.dtype, at_least_float32(jnp.expand_dims(values, query_axis))
     if not fused:
         probs = masked_softmax(scores, valid, axis=key_axis)
-        return jnp.sum(probs * values, axis=key_axis)
-    weights = jnp.where(valid, jnp.exp(scores), 0.0)
+        return jnp.sum(probs * values, axis=key_axis).astype(dtype)
+    weights = jnp.where(valid, jnp.exp(at_least_float32(scores)), 0.0)
     total = jnp.sum(weights, axis=key_axis)
     weighted = jnp.sum(weights * values, axis=key_axis)
-    return weighted / jnp.where(total > 0, total, 1.0)  # rows with no valid key give zeros
+    return (weighted / jnp.where(total > 0, total, 1.0)).astype(dtype)  # no valid key: zeros
 
 
 def token2token_dense(queries: jax.Array, keys: jax.Array, values: jax.Array, mask: Mask, *,
@@ -336,8 +338,12 @@ class Token2TokenOptions:
         of the directional one (16 measured fastest on a CPU, bench/bench_disan.py).
       blocked_threshold: the shortest bucket length "auto" computes blocked or directional.
       examples_per_step: examples the blocked and directional loops take per step; 0 = the
-        whole batch (the right choice on accelerators), 1 = one at a time (the fastest on a CPU,
-        measured 1.7x faster than the whole batch at once for blocked).
+        whole batch (the right choice on accelerators), 1 = one at a time (the fastest on one
+        CPU device, measured 1.7x faster than the whole batch at once for blocked). A
+        data-parallel run over several devices needs 0: the loop walks the batch axis that the
+        devices split, so any other count makes XLA gather the whole batch on every device,
+        which computes all of it (bench/bench_scaling.py;
+        `jaxenc.training.sharding.check_examples_per_step` warns).
     A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
     """
 
@@ -412,22 +418,26 @@ class Token2TokenAttention(nn.Module):
     The two projections have no bias and share one dropout of their input; the values are the
     undropped inputs. `score`: "scaled_tanh" (c * tanh(z / c)) or an activation name. When the
     "intermediates" collection is mutable the feature-averaged probabilities [B, n, n] are sown
-    as `attention_weights` (an extra dense pass; nothing is computed otherwise).
+    as `attention_weights` (an extra dense pass; nothing is computed otherwise). `dtype`: the
+    computation dtype (x is cast to it; the softmax runs in float32, `_attend`).
     """
 
     score: str = "scaled_tanh"
     c: float = 5.0
     keep_prob: float = 1.0
     options: Token2TokenOptions = Token2TokenOptions()
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, mask: Mask, *, train: bool) -> jax.Array:
         """x [B, n, d]; mask: bool[B, n, n] or a Mask with leading [B] -> [B, n, d]."""
-        features = x.shape[-1]
+        features, x = x.shape[-1], x.astype(self.dtype)
         dropped = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
-        keys = DropoutDense(features, use_bias=False, name="key")(dropped, train=train)
-        queries = DropoutDense(features, use_bias=False, name="query")(dropped, train=train)
-        keys = keys + self.param("score_bias", nn.initializers.zeros, (features,))
+        project = lambda name: DropoutDense(features, use_bias=False, dtype=self.dtype,
+                                            name=name)(dropped, train=train)
+        keys, queries = project("key"), project("query")
+        keys = keys + self.param("score_bias", nn.initializers.zeros, (features,)).astype(
+            self.dtype)
         score_fn, score_bound = score_function(self.score, self.c)
         if self.is_mutable_collection("intermediates"):
             self.sow("intermediates", "attention_weights",
@@ -441,16 +451,19 @@ class Source2Token(nn.Module):
 
     x [B, n, d], valid bool[B, n] -> [B, d]: f(x_i) = W sigma(W_1 x_i + b_1) + b,
     s = sum_i softmax_i(f(x_i)) ⊙ x_i over valid i, separately per feature (zeros if none valid).
+    The scores are computed in `dtype`; the softmax and the sum run in float32, and s is float32.
     """
 
     activation: str = "elu"
     keep_prob: float = 1.0
+    dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, valid: jax.Array, *, train: bool) -> jax.Array:
         features = x.shape[-1]
-        hidden = DropoutDense(features, keep_prob=self.keep_prob, name="hidden")(x, train=train)
-        hidden = get_activation(self.activation)(hidden)
-        scores = DropoutDense(features, keep_prob=self.keep_prob, name="score")(hidden, train=train)
+        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob, dtype=self.dtype,
+                                          name=name)
+        hidden = get_activation(self.activation)(dense("hidden")(x, train=train))
+        scores = dense("score")(hidden, train=train)
         probs = masked_softmax(scores, valid[..., None], axis=-2)
-        return jnp.sum(probs * x, axis=-2)
+        return jnp.sum(probs * at_least_float32(x), axis=-2)

@@ -13,18 +13,14 @@ import jax
 
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import length_mask, masked_mean
-from jaxenc.models.config import EncoderConfig, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.config import EncoderConfig
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 
 @dataclasses.dataclass(frozen=True)
 class BagConfig(EncoderConfig):
-    """Only the word table (EncoderConfig's fields); the mean is taken in float32."""
-
-    def validate(self) -> None:
-        require(self.dtype == "float32", "dtype", self.dtype,
-                "is meaningless for the bag (no computation to run in it)", "float32")
-        super().validate()
+    """Only the word table (EncoderConfig's fields). The bag has nothing to compute in a narrower
+    `dtype`: the mean is a reduction, taken in float32 whatever the dtype."""
 
 
 class BagOfWords(nn.Module):
@@ -41,8 +37,8 @@ class BagOfWords(nn.Module):
         vectors = WordEmbed(self.vocab_size, self.config.embed_dim,
                             trainable=not self.config.freeze_embeddings, name="embed")(tokens)
         mask = length_mask(sentence["lengths"], tokens.shape[1])
-        return {"tokens": vectors, "sentence": masked_mean(vectors, mask),
-                "memory": vectors, "memory_mask": mask}
+        return encoder_outputs(tokens=vectors, sentence=masked_mean(vectors, mask),
+                               memory=vectors, memory_mask=mask)
 
 
 SPEC = EncoderSpec(config=BagConfig, module=BagOfWords)

@@ -32,7 +32,7 @@ from jaxenc.layers.masks import length_mask
 from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
 from jaxenc.layers.transformer import POSITIONS, input_stage
 from jaxenc.models.config import StructureNeeds, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.models.transformer import TransformerSizes, encoder_stack
 from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL, PARSER_NAMES
 from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
@@ -136,8 +136,7 @@ class DependencyTransformer(nn.Module):
                                                 tables[layer]())
 
         x = encoder_stack(x, lengths, cfg, train=train, score_bias=score_bias)
-        x = x.astype(jnp.float32)
-        return {"tokens": x, "sentence": x[:, 0], "memory": x, "memory_mask": mask}
+        return encoder_outputs(tokens=x, sentence=x[:, 0], memory=x, memory_mask=mask)
 
 
 SPEC = EncoderSpec(config=DependencyTransformerConfig, module=DependencyTransformer,

@@ -38,7 +38,7 @@ from jaxenc.layers.fusion import FusionGate
 from jaxenc.layers.masks import DirectionalMask, length_mask
 from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
 from jaxenc.models.config import EncoderConfig, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +61,6 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
         get_activation(self.activation)  # one-line ConfigError for an unknown name
         require(0.0 < self.keep_prob <= 1.0, "keep_prob", self.keep_prob, "is not in (0, 1]",
                 "0.75 (1.0 for no dropout)")
-        require(self.dtype == "float32", "dtype", self.dtype,
-                "is not supported by DiSAN yet (mixed precision: issue 13)", "float32")
         super().validate()
 
 
@@ -74,13 +72,15 @@ class DirectionalSelfAttention(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array, lengths: jax.Array, *, train: bool) -> jax.Array:
-        cfg = self.config
-        hidden = DropoutDense(cfg.hidden, keep_prob=cfg.keep_prob, name="hidden")(x, train=train)
+        cfg, dtype = self.config, self.config.compute_dtype
+        hidden = DropoutDense(cfg.hidden, keep_prob=cfg.keep_prob, dtype=dtype, name="hidden")(
+            x, train=train)
         h = get_activation(cfg.activation)(hidden)  # eq. 14
         context = Token2TokenAttention(
-            score="scaled_tanh", c=cfg.c, keep_prob=cfg.keep_prob, options=cfg,
+            score="scaled_tanh", c=cfg.c, keep_prob=cfg.keep_prob, options=cfg, dtype=dtype,
             name="attention")(h, DirectionalMask(lengths, self.direction), train=train)  # eq. 15
-        fused = FusionGate(keep_prob=cfg.keep_prob, name="fusion")(h, context, train=train)
+        fused = FusionGate(keep_prob=cfg.keep_prob, dtype=dtype, name="fusion")(h, context,
+                                                                                train=train)
         return fused * length_mask(lengths, x.shape[1])[..., None].astype(fused.dtype)
 
 
@@ -106,9 +106,10 @@ class DiSAN(nn.Module):
         token_states = jnp.concatenate(directions, axis=-1)  # u = [u^fw; u^bw]
         valid = length_mask(lengths, tokens.shape[1])
         sentence_vector = Source2Token(activation=cfg.activation, keep_prob=cfg.keep_prob,
-                                       name="source2token")(token_states, valid, train=train)
-        return {"tokens": token_states, "sentence": sentence_vector, "memory": token_states,
-                "memory_mask": valid}
+                                       dtype=cfg.compute_dtype, name="source2token")(
+            token_states, valid, train=train)
+        return encoder_outputs(tokens=token_states, sentence=sentence_vector,
+                               memory=token_states, memory_mask=valid)
 
 
 SPEC = EncoderSpec(config=DiSANConfig, module=DiSAN)

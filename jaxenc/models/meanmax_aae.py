@@ -49,10 +49,17 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention
-from jaxenc.layers.masks import Mask, PaddingMask, length_mask, masked_max, masked_mean
+from jaxenc.layers.masks import (
+    Mask,
+    PaddingMask,
+    at_least_float32,
+    length_mask,
+    masked_max,
+    masked_mean,
+)
 from jaxenc.layers.transformer import POSITIONS, FeedForward, decoder_masks, input_stage
 from jaxenc.models.config import EncoderConfig, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 POOLINGS = ("meanmax", "mean", "max")
 NORM_EPSILON = 1e-12  # squared norms below this count as zero vectors (no NaN gradient)
@@ -142,13 +149,14 @@ def pool(h: jax.Array, mask: jax.Array, pooling: str) -> jax.Array:
     sentence without a real position."""
     slots = {"max": (masked_max,), "mean": (masked_mean,),
              "meanmax": (masked_max, masked_mean)}[pooling]
-    return jnp.stack([reduce(h, mask) for reduce in slots], axis=1)
+    return jnp.stack([at_least_float32(reduce(h, mask)) for reduce in slots], axis=1)
 
 
 def transfer_embedding(slots: jax.Array) -> jax.Array:
     """slots [B, S, D] -> [B, S * D]: each slot divided by its L2 norm (zero stays zero, with a
     finite gradient), concatenated in slot order."""
-    squared = jnp.sum(jnp.square(slots.astype(jnp.float32)), axis=-1, keepdims=True)
+    slots = at_least_float32(slots)
+    squared = jnp.sum(jnp.square(slots), axis=-1, keepdims=True)
     normalised = slots * jax.lax.rsqrt(jnp.maximum(squared, NORM_EPSILON))
     return normalised.reshape(slots.shape[0], -1)
 
@@ -172,8 +180,8 @@ class MeanMaxAAE(nn.Module):
         h = _feed_forward(cfg, a, train=train) * real[..., None].astype(a.dtype)  # eq. 10-11
         memory = pool(h, real, cfg.pooling)
         memory_mask = jnp.broadcast_to((lengths > 0)[:, None], memory.shape[:2])
-        return {"tokens": h, "sentence": transfer_embedding(memory), "memory": memory,
-                "memory_mask": memory_mask}
+        return encoder_outputs(tokens=h, sentence=transfer_embedding(memory), memory=memory,
+                               memory_mask=memory_mask)
 
 
 class MeanMaxDecoder(nn.Module):

@@ -37,7 +37,7 @@ from jaxenc.layers.masks import HypernodeMask, masked_mean
 from jaxenc.layers.phrase_attention import PHRASE_MASKS, WithinPhraseAttention
 from jaxenc.layers.transformer import FeedForward, input_stage
 from jaxenc.models.config import StructureNeeds, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.models.transformer import TransformerSizes
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans, spans_to_members
 
@@ -160,7 +160,7 @@ class PhraseTransformer(nn.Module):
                             embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
         phrases, members = self._hypernodes(sentence, length)
         if cfg.hypernode_init == "mean":
-            hyper = masked_mean(gather_rows(words, members), members >= 0)  # [B, M, d]
+            hyper = masked_mean(gather_rows(words, members), members >= 0).astype(words.dtype)
         else:
             hyper = jnp.zeros((batch, members.shape[-2], cfg.model_dim), words.dtype)
         cls = self.param("cls", nn.initializers.normal(1.0), (cfg.model_dim,))
@@ -173,9 +173,8 @@ class PhraseTransformer(nn.Module):
         for layer in range(cfg.num_layers):
             nodes = PhraseTransformerLayer(cfg, name=f"layer_{layer}")(
                 nodes, valid, phrases, train=train, neighbours=neighbours)
-        nodes = nodes.astype(jnp.float32)
-        return {"tokens": nodes[:, :length], "sentence": nodes[:, -1], "memory": nodes[:, :-1],
-                "memory_mask": valid[:, :-1]}
+        return encoder_outputs(tokens=nodes[:, :length], sentence=nodes[:, -1],
+                               memory=nodes[:, :-1], memory_mask=valid[:, :-1])
 
 
 def structure_needs(config: PhraseTransformerConfig) -> StructureNeeds:

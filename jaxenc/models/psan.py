@@ -41,7 +41,7 @@ from jaxenc.layers.masks import DirectionalMask, SegmentMask, length_mask
 from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
 from jaxenc.layers.packing import apply_packed, level_plan
 from jaxenc.models.config import EncoderConfig, StructureNeeds, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import DIVISIONS, PARSER_NAMES
 
 PSA_IMPLS = ("packed", "dense", "streaming")
@@ -97,8 +97,6 @@ class PSANConfig(EncoderConfig):
                 f"is not a level in 0..{self.num_levels} (0: every level)", 0)
         require(self.parser in PARSER_NAMES and self.parser != "spacy", "parser", self.parser,
                 "gives no phrase trees for PSAN", "spacy-constituency")
-        require(self.dtype == "float32", "dtype", self.dtype,
-                "is not supported by PSAN yet (mixed precision: issue 13)", "float32")
         require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
         self.packing()  # one-line ConfigError for a bad scheme or policy
         super().validate()
@@ -122,6 +120,11 @@ def structure_spec(config: PSANConfig) -> StructureNeeds:
 PhraseAttention = Callable[[jax.Array, int], jax.Array]
 
 
+def _dense(cfg: PSANConfig, features: int, name: str) -> DropoutDense:
+    """A linear map of PSAN: dropout keep_prob on its input, computed in the config's dtype."""
+    return DropoutDense(features, keep_prob=cfg.keep_prob, dtype=cfg.compute_dtype, name=name)
+
+
 class PhraseSelfAttention(nn.Module):
     """PSA of one level (eq. 1-3): memory [B, L, d] -> C [B, L, d]; `attend(x, level)` gives the
     within-phrase context p~ (eq. 1-2) of the chosen implementation."""
@@ -133,7 +136,8 @@ class PhraseSelfAttention(nn.Module):
                  train: bool) -> jax.Array:
         cfg = self.config
         attention = Token2TokenAttention(
-            score=cfg.activation, keep_prob=cfg.keep_prob, name="attention",
+            score=cfg.activation, keep_prob=cfg.keep_prob, dtype=cfg.compute_dtype,
+            name="attention",
             options=Token2TokenOptions(
                 attention_impl="blocked" if cfg.psa_impl == "streaming" else "dense",
                 block_size=cfg.block_size))
@@ -147,8 +151,7 @@ class PhraseSelfAttention(nn.Module):
             segments = sentence["segments"][:, level - 1]
             context = attention(memory, SegmentMask(segments, include_self=False), train=train)
         features = jnp.concatenate([jnp.abs(memory - context), memory * context], axis=-1)
-        fused = DropoutDense(memory.shape[-1], keep_prob=cfg.keep_prob, name="fuse")(
-            features, train=train)
+        fused = _dense(cfg, memory.shape[-1], "fuse")(features, train=train)
         return get_activation(cfg.activation)(fused)  # eq. 3
 
 
@@ -161,7 +164,7 @@ class MemoryUpdate(nn.Module):
     def __call__(self, memory: jax.Array, context: jax.Array, *, train: bool) -> jax.Array:
         cfg = self.config
         both = jnp.concatenate([memory, context], axis=-1)
-        dense = lambda name: DropoutDense(memory.shape[-1], keep_prob=cfg.keep_prob, name=name)
+        dense = lambda name: _dense(cfg, memory.shape[-1], name)
         gate = nn.sigmoid(dense("gate")(both, train=train))
         candidate = get_activation(cfg.activation)(dense("candidate")(both, train=train))
         if cfg.memory == "highway":
@@ -185,17 +188,15 @@ class PSAN(nn.Module):
         cfg = self.config
         tokens, lengths = sentence["tokens"], sentence["lengths"]
         valid = length_mask(lengths, tokens.shape[1])
-        keep = valid[..., None].astype(jnp.float32)
+        keep = valid[..., None].astype(cfg.compute_dtype)
         memory = WordEmbed(self.vocab_size, cfg.embed_dim, trainable=not cfg.freeze_embeddings,
-                           name="embed")(tokens)
+                           name="embed")(tokens).astype(cfg.compute_dtype)
         if cfg.embed_dim != cfg.model_dim:
-            memory = DropoutDense(cfg.model_dim, keep_prob=cfg.keep_prob,
-                                  name="input_projection")(memory, train=train)
+            memory = _dense(cfg, cfg.model_dim, "input_projection")(memory, train=train)
         psa = {level: PhraseSelfAttention(cfg, name=f"psa_{level}") for level in cfg.levels()}
         if cfg.memory == "concat":  # w/o gated memory: PSA of M^(0) at every level, concatenated
             contexts = [psa[level](memory, sentence, level, train=train) for level in psa]
-            memory = get_activation(cfg.activation)(DropoutDense(
-                cfg.model_dim, keep_prob=cfg.keep_prob, name="combine")(
+            memory = get_activation(cfg.activation)(_dense(cfg, cfg.model_dim, "combine")(
                 jnp.concatenate(contexts, axis=-1), train=train))
         else:
             update = MemoryUpdate(cfg, name="memory_update")  # shared by the levels
@@ -204,8 +205,9 @@ class PSAN(nn.Module):
                 memory = update(memory, context, train=train) * keep
         memory = memory * keep
         vector = Source2Token(activation=cfg.activation, keep_prob=cfg.keep_prob,
-                              name="summarize")(memory, valid, train=train)  # eq. 5
-        return {"tokens": memory, "sentence": vector, "memory": memory, "memory_mask": valid}
+                              dtype=cfg.compute_dtype, name="summarize")(
+            memory, valid, train=train)  # eq. 5
+        return encoder_outputs(tokens=memory, sentence=vector, memory=memory, memory_mask=valid)
 
 
 SPEC = EncoderSpec(config=PSANConfig, module=PSAN, structure_spec=structure_spec)

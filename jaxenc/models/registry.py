@@ -4,7 +4,7 @@ Each model module defines `SPEC = EncoderSpec(config=..., module=..., structure_
 modules are imported on first use, so a model with heavy or optional dependencies costs nothing
 until a config names it. Every encoder is a flax module called as
 `encoder(sentence, *, train) -> {"tokens", "sentence", "memory", "memory_mask"}`
-(docs/ARCHITECTURE.md, "Encoders").
+(docs/ARCHITECTURE.md, "Encoders"), built by `encoder_outputs`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
+import jax
+import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
 from jaxenc.models.config import EncoderConfig, StructureNeeds
@@ -30,6 +32,14 @@ ENCODERS: dict[str, str] = {
     "phrase_transformer": "jaxenc.models.phrase_transformer",
     "meanmax_aae": "jaxenc.models.meanmax_aae",
 }
+
+
+def encoder_outputs(*, tokens: jax.Array, sentence: jax.Array, memory: jax.Array,
+                    memory_mask: jax.Array) -> dict[str, jax.Array]:
+    """The output contract's dict, its float arrays in float32 whatever the encoder computed in
+    (`EncoderConfig.dtype`): heads, losses and evaluation always read float32."""
+    return {"tokens": tokens.astype(jnp.float32), "sentence": sentence.astype(jnp.float32),
+            "memory": memory.astype(jnp.float32), "memory_mask": memory_mask}
 
 
 def _no_structures(config: EncoderConfig) -> StructureNeeds:

@@ -19,7 +19,7 @@ from jaxenc.layers.attention import ScoreBias
 from jaxenc.layers.masks import PaddingMask, length_mask, masked_max, masked_mean
 from jaxenc.layers.transformer import EncoderBlock, input_stage
 from jaxenc.models.config import EncoderConfig, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 POOLINGS = {"mean": masked_mean, "max": masked_max}
 
@@ -102,8 +102,8 @@ class TransformerEncoder(nn.Module):
                         trainable_embeddings=not cfg.freeze_embeddings,
                         embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
         x = encoder_stack(x, lengths, cfg, train=train)
-        return {"tokens": x, "sentence": POOLINGS[cfg.pooling](x, mask), "memory": x,
-                "memory_mask": mask}
+        return encoder_outputs(tokens=x, sentence=POOLINGS[cfg.pooling](x, mask), memory=x,
+                               memory_mask=mask)
 
 
 SPEC = EncoderSpec(config=TransformerConfig, module=TransformerEncoder)

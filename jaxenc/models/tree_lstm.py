@@ -39,7 +39,7 @@ from jaxenc.layers.dense import Kernel
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import length_mask
 from jaxenc.models.config import EncoderConfig, StructureNeeds, require
-from jaxenc.models.registry import EncoderSpec
+from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import PARSER_NAMES
 
 
@@ -85,11 +85,14 @@ def node_depths(heads: jax.Array, valid: jax.Array) -> jax.Array:
 def sum_into_heads(values: jax.Array, heads: jax.Array) -> jax.Array:
     """[B, L, D]: row j = the sum of values[k] over the nodes k with heads[k] = j (scatter-add).
 
-    values: [B, L, D]; heads: int32[B, L], rows with head -1 are dropped.
+    values: [B, L, D]; heads: int32[B, L], rows with head -1 are dropped. One scatter per row
+    (vmapped: the batch is a batching dimension of the scatter), so a batch split over devices
+    is scattered where it lies; indexing [rows, heads] made XLA all-reduce full [B, L, D] arrays
+    at every level.
     """
-    rows = jnp.arange(heads.shape[0])[:, None]
     target = jnp.where(heads >= 0, heads, heads.shape[1])  # out of range: dropped
-    return jnp.zeros_like(values).at[rows, target].add(values, mode="drop")
+    return jax.vmap(lambda row, into: jnp.zeros_like(row).at[into].add(row, mode="drop"))(
+        values, target)
 
 
 def child_sum_levels(x_iou: jax.Array, x_f: jax.Array, u_iou: jax.Array, u_f: jax.Array,
@@ -158,8 +161,8 @@ class TreeLSTM(nn.Module):
         u_f = Kernel(d, d, name="f_h")().astype(dtype)
         h, _ = child_sum_levels(x_iou, x_f, u_iou, u_f, heads, node_depths(heads, valid))
         root_word = (heads == 0)[..., None]
-        return {"tokens": h, "sentence": jnp.sum(jnp.where(root_word, h, 0), axis=1),
-                "memory": h, "memory_mask": valid}
+        return encoder_outputs(tokens=h, sentence=jnp.sum(jnp.where(root_word, h, 0), axis=1),
+                               memory=h, memory_mask=valid)
 
 
 def _structures(config: TreeLSTMConfig) -> StructureNeeds:

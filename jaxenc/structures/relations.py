@@ -21,6 +21,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.files import write_text_atomic
 from jaxenc.structures.trees import DependencyTree
 
 NONE_ID = 0
@@ -86,10 +87,11 @@ class RelationVocabulary:
         return FIRST_ARC_ID + 2 * (len(self.labels) + 1) + pairs.index((a, b))
 
     def save(self, path: str | os.PathLike) -> None:
-        """Writes the vocabulary as JSON (saved with the model)."""
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump({"labels": list(self.labels), "max_distance": self.max_distance,
-                       "keep_subtypes": self.keep_subtypes}, out, indent=1)
+        """Writes the vocabulary as JSON (saved with the model), atomically: the other
+        processes of a multi-host run may read it meanwhile."""
+        write_text_atomic(path, json.dumps({"labels": list(self.labels),
+                                            "max_distance": self.max_distance,
+                                            "keep_subtypes": self.keep_subtypes}, indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> RelationVocabulary:

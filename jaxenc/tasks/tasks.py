@@ -400,7 +400,8 @@ class Seq2SeqTask(Task):
             return Seq2Seq(encoder, own_decoder(encoder, self.target_vocab_size),
                            share_word_table=True)
         decoder = TransformerDecoder(self.target_vocab_size, cfg.model_dim, cfg.num_layers,
-                                     cfg.num_heads, cfg.ff_dim, cfg.dropout_rate)
+                                     cfg.num_heads, cfg.ff_dim, cfg.dropout_rate,
+                                     dtype=encoder.config.compute_dtype)
         return Seq2Seq(encoder, decoder)
 
     @staticmethod

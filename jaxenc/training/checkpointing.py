@@ -202,14 +202,19 @@ class Checkpoints:
         if repair:
             self._set_aside_corrupted(workdir / LATEST_DIR)
         self._set_aside_corrupted(workdir / BEST_DIR, repair)
+        # Both managers may save the same step at once; in a multi-process run orbax's barriers
+        # are named by the step folder, so each manager prefixes its own.
+        processes = lambda name: ocp.options.MultiprocessingOptions(barrier_sync_key_prefix=name)
         self._latest = ocp.CheckpointManager(
             workdir / LATEST_DIR, item_names=("state", "position"),
-            options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True))
-        self._best = ocp.CheckpointManager(
-            workdir / BEST_DIR, item_names=("params", "dev"),
+            options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
+                                                 multiprocessing_options=processes(LATEST_DIR)))
+        self._best = ocp.CheckpointManager(  # handlers named: their metadata is read back
+            workdir / BEST_DIR, item_handlers={"params": ocp.StandardCheckpointHandler(),
+                                               "dev": ocp.JsonCheckpointHandler()},
             options=ocp.CheckpointManagerOptions(
                 max_to_keep=best_k, best_fn=lambda metrics: metrics["score"], best_mode="max",
-                create=True))
+                create=True, multiprocessing_options=processes(BEST_DIR)))
 
     def _set_aside_corrupted(self, folder: Path, repair: bool = True) -> None:
         """Sets aside each step folder whose files differ from their checksums (or, without
@@ -288,15 +293,21 @@ class Checkpoints:
         return None
 
     def restore_best_params(self, target: Any = None) -> dict:
-        """Params of the best checkpoint, shaped and sharded like `target` when given."""
+        """Params of the best checkpoint, shaped and sharded like `target` when given, else on
+        this process's first device (whatever devices and processes trained them)."""
         step = self._best.best_step()
         if step is None:
             raise ConfigError("no best checkpoint: no dev evaluation has run, or none gave a "
                               "finite score (fix: train with a dev split until an evaluation "
                               "gives one)")
-        abstract = None if target is None else jax.tree.map(ocp.utils.to_shape_dtype_struct,
-                                                             target)
         try:
+            if target is None:  # from the saved shapes: orbax refuses another device topology
+                device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+                abstract = jax.tree.map(
+                    lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device),
+                    self._best.item_metadata(step)["params"])
+            else:
+                abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
             restored = self._best.restore(step, args=ocp.args.Composite(
                 params=ocp.args.StandardRestore(abstract)))
         except Exception as error:  # as in restore_latest

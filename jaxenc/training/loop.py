@@ -52,6 +52,7 @@ from jaxenc.training import checkpointing, measure, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.sharding import (
     check_batch_size,
+    check_examples_per_step,
     initialize_distributed,
     make_mesh,
     replicated,
@@ -252,6 +253,11 @@ def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
 # ----------------------------------------------------------------------------- training
 
 
+def metrics_file(workdir: Path) -> report.MetricsLog:
+    """The run's metrics.jsonl, written by process 0 only (every process computes the same)."""
+    return report.MetricsLog(workdir / report.METRICS_FILE, enabled=jax.process_index() == 0)
+
+
 def count_params(params: dict) -> tuple[int, int]:
     """(all parameters, parameters outside embedding tables)."""
     leaves = jax.tree_util.tree_leaves_with_path(params)
@@ -297,8 +303,9 @@ class Position:
 
 @dataclasses.dataclass
 class Setup:
-    """A run ready to train: batches, the task model, the optimiser, the initial state (and the
-    featurizer of its examples)."""
+    """A run ready to train: batches, the task model, the optimiser, the initial state, the
+    jitted evaluation step (one for the run: each bucket compiles once, however often dev and
+    test are evaluated) and the featurizer of its examples."""
 
     config: ml_collections.ConfigDict
     workdir: Path
@@ -309,6 +316,7 @@ class Setup:
     tx: optax.GradientTransformation
     mesh: Mesh
     state: TrainState
+    eval_step: EvalStep
     summary: str  # one line: what is trained on what
     samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
     featurizer: Featurizer | None = None  # what turned the examples into features
@@ -326,6 +334,7 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                       filtered=info.name == corpus.NAME)
     vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
     encoder = models.build_encoder(config.model, len(vocab))
+    check_examples_per_step(encoder.config, mesh)
     pretrained = found = None
     if data_cfg.embeddings:
         vectors = load_vectors(data_cfg.embeddings, vocab, oov=data_cfg.oov, seed=seed,
@@ -373,8 +382,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
         samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
                                 config.train.samples, config.task.head.decoder.max_decode_length)
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state, summary, samples,
-                 featurizer)
+    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state,
+                 make_eval_step(model, task, mesh), summary, samples, featurizer)
 
 
 class _TrainLog:
@@ -460,13 +469,12 @@ def fit(setup: Setup, state: TrainState, position: Position,
     checkpoint_every = config.checkpoint.every or eval_every
     train_step = make_train_step(setup.model, task, setup.tx, mesh,
                                  skip_nonfinite=train_cfg.nonfinite == "skip")
-    eval_step = make_eval_step(setup.model, task, mesh)
-    metrics_log = report.MetricsLog(setup.workdir / report.METRICS_FILE)
+    metrics_log = metrics_file(setup.workdir)
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
                     desc=f"{config.model.name}/{setup.info.name}",
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
-                    disable=None if train_cfg.progress_bar else True)
+                    disable=None if train_cfg.progress_bar and jax.process_index() == 0 else True)
     train_log = _TrainLog(metrics_log, bar, position)
     with contextlib.closing(bar):
         while step < total_steps and not position.stopped:
@@ -483,7 +491,7 @@ def fit(setup: Setup, state: TrainState, position: Position,
                 if record:
                     train_log.flush(step)
                 if evaluation:
-                    _evaluate_dev(setup, eval_step, state, step, checkpoints, train_log)
+                    _evaluate_dev(setup, state, step, checkpoints, train_log)
                 if save or position.stopped:
                     checkpoints.save(state, dataclasses.asdict(position))
                 if step >= total_steps or position.stopped:
@@ -496,12 +504,12 @@ def fit(setup: Setup, state: TrainState, position: Position,
     return state, position, train_step
 
 
-def _evaluate_dev(setup: Setup, eval_step: EvalStep, state: TrainState, step: int,
+def _evaluate_dev(setup: Setup, state: TrainState, step: int,
                   checkpoints: checkpointing.Checkpoints, train_log: _TrainLog) -> None:
     """Evaluates on dev (not timed as training), records it, and keeps the params when they
     are among the best."""
     config, task, position = setup.config, setup.task, train_log.position
-    dev = evaluate(eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
+    dev = evaluate(setup.eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
     train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
     if setup.samples is not None:
@@ -536,8 +544,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
         state, position = restored[0], Position(**restored[1])
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
+    metrics_file(workdir).drop_after(int(state.step))
     if jax.process_index() == 0:
-        report.MetricsLog(workdir / report.METRICS_FILE).drop_after(int(state.step))
         if changes:
             checkpointing.record_changes(workdir, config, changes)
             log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
@@ -549,8 +557,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     checkpoints.wait()
     best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
     checkpoints.close()
-    eval_step = make_eval_step(setup.model, setup.task, setup.mesh)
-    final = {split: evaluate(eval_step, best, setup.batchers[split], setup.task, setup.mesh)
+    final = {split: evaluate(setup.eval_step, best, setup.batchers[split], setup.task, setup.mesh)
              for split in EVAL_SPLITS}
     notes = []
     if setup.task.generates:  # e.g. BLEU of decoded translations
@@ -558,8 +565,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
                           setup.batchers["test"], setup.mesh)
         generated, notes = setup.task.test_metrics(outputs, splits["test"])
         final["test"].update(generated)
-    report.MetricsLog(workdir / report.METRICS_FILE).write(position.best_step, "test",
-                                                           final["test"])
+    metrics_file(workdir).write(position.best_step, "test", final["test"])
     total, outside = count_params(state.params)
     metric = setup.task.primary_metric
     return {

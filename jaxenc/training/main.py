@@ -95,9 +95,13 @@ def main(argv: list[str]) -> None:
     except _CONFIG_ERRORS as error:
         cli.fail(f"{_one_line(error)} (see --help)")
     _quiet_logging()
-    from jaxenc.training.loop import run  # after flag parsing: --help stays fast
+    import jax  # after flag parsing: --help stays fast
+
+    from jaxenc.training.loop import run
 
     rows = run(config, _WORKDIR.value)
+    if jax.process_index() != 0:  # a multi-host run: process 0 writes and prints the results
+        return
     workdir = Path(rows[0]["workdir"])
     if config.get("showcase") and config.showcase.export_best:
         from jaxenc.training.showcase import showcase

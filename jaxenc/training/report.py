@@ -22,14 +22,18 @@ class MetricsLog:
     """Appends one JSON object per line (`{"step", "split", <metrics>...}`) to a file.
 
     A resumed run first drops what came after its checkpoint (`drop_after`), so every step has
-    exactly one record of each split.
+    exactly one record of each split. `enabled=False` writes nothing (the processes of a
+    multi-host run other than process 0: every process computes the same records).
     """
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: str | os.PathLike, enabled: bool = True):
+        self.path, self.enabled = Path(path), enabled
+        if enabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, step: int, split: str, metrics: Mapping[str, Any]) -> None:
+        if not self.enabled:
+            return
         record = {"step": int(step), "split": split, **{k: _plain(v) for k, v in metrics.items()}}
         with self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
@@ -37,7 +41,7 @@ class MetricsLog:
     def drop_after(self, step: int) -> None:
         """Keeps the train and dev records up to `step` only: a run resumed from its checkpoint
         at `step` writes the later ones, and its test record, again."""
-        if not self.path.is_file():
+        if not self.enabled or not self.path.is_file():
             return
         kept = [record for record in read_metrics(self.path, latest=False)
                 if record["split"] != "test" and record["step"] <= step]

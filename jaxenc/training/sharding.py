@@ -1,12 +1,15 @@
 """Data parallelism: a 1-D device mesh with axis "data", params replicated, batches split.
 
-On several hosts call `initialize_distributed()` first. Every host builds the same global batch
-(the batcher is deterministic given seed and epoch); `shard_batch` keeps this process's rows and
-assembles the global array from them.
+On several hosts (processes) call `initialize_distributed()` first; the mesh then spans the
+devices of every process. Every process reads the whole dataset and builds the same global batch
+(the batcher is deterministic given seed and epoch); `shard_batch` puts on each of this process's
+devices the rows the mesh assigns it, so the global array is the same as on one host.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Mapping, Sequence
 
 import jax
@@ -15,17 +18,38 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxenc.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 DATA_AXIS = "data"
+# Read by `initialize_distributed` where no cluster manager says it (jax.distributed reads
+# JAX_COORDINATOR_ADDRESS itself): how many processes take part and which one this is.
+NUM_PROCESSES_ENV, PROCESS_ID_ENV = "JAXENC_NUM_PROCESSES", "JAXENC_PROCESS_ID"
 
 
-def initialize_distributed(coordinator_address: str = "", num_processes: int = 0,
-                           process_id: int = -1) -> None:
-    """jax.distributed.initialize(); empty/default arguments let JAX auto-detect the cluster."""
+def initialize_distributed() -> None:
+    """jax.distributed.initialize() for a multi-process (multi-host) run, once per process.
+
+    Under SLURM, Open MPI, a Cloud TPU pod or Kubernetes JAX finds the coordinator, the process
+    count and this process's id by itself. Elsewhere set $JAX_COORDINATOR_ADDRESS (host:port of
+    process 0), $JAXENC_NUM_PROCESSES and $JAXENC_PROCESS_ID on every process (docs/
+    ARCHITECTURE.md, "Multi-host"). CPU processes exchange gradients through gloo (JAX's
+    default CPU collectives).
+    """
+    if jax.distributed.is_initialized():
+        return
     kwargs = {}
-    if coordinator_address:
-        kwargs = {"coordinator_address": coordinator_address, "num_processes": num_processes,
-                  "process_id": process_id}
+    if os.environ.get(NUM_PROCESSES_ENV) or os.environ.get(PROCESS_ID_ENV):
+        try:
+            kwargs = {"num_processes": int(os.environ[NUM_PROCESSES_ENV]),
+                      "process_id": int(os.environ[PROCESS_ID_ENV])}
+        except (KeyError, ValueError):
+            raise ConfigError(f"${NUM_PROCESSES_ENV}={os.environ.get(NUM_PROCESSES_ENV)!r} and "
+                              f"${PROCESS_ID_ENV}={os.environ.get(PROCESS_ID_ENV)!r} (fix: set "
+                              "both, to integers, on every process, or neither under a cluster "
+                              "manager)") from None
     jax.distributed.initialize(**kwargs)
+    log.info("process %d of %d: %d local of %d devices", jax.process_index(),
+             jax.process_count(), jax.local_device_count(), jax.device_count())
 
 
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
@@ -52,13 +76,25 @@ def check_batch_size(batch_size: int, mesh: Mesh) -> None:
                           f"(fix: use a multiple of {devices})")
 
 
+def check_examples_per_step(encoder_config: object, mesh: Mesh) -> None:
+    """Warns when the encoder's blocked token2token loop (DiSAN's `examples_per_step`,
+    jaxenc.layers.multidim_attention.Token2TokenOptions) steps through the batch axis that the
+    devices split: XLA then gathers the whole batch on every device, which computes all of it
+    (no data-parallel speed-up; 8 CPU devices measured 3.6x slower than with 0)."""
+    per_step = getattr(encoder_config, "examples_per_step", 0)
+    devices = mesh.shape[DATA_AXIS]
+    if per_step and devices > 1 and encoder_config.attention_impl != "dense":
+        log.warning("model.examples_per_step=%d on %d devices: the blocked attention computes "
+                    "the whole batch on every device (fix: --config.model.examples_per_step=0, "
+                    "the whole batch per step, split over the devices)", per_step, devices)
+
+
 def shard_batch(batch: Mapping[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
-    """Global host batch -> global arrays split over "data" along axis 0."""
+    """Global host batch (the same on every process) -> global arrays split over "data" along
+    axis 0; each process transfers only the rows of its own devices."""
     sharding = data_sharded(mesh)
-    processes = jax.process_count()
-    if processes == 1:
+    if jax.process_count() == 1:
         return {key: jax.device_put(value, sharding) for key, value in batch.items()}
-    index = jax.process_index()
-    return {key: jax.make_array_from_process_local_data(
-                sharding, np.array_split(value, processes)[index], value.shape)
+    return {key: jax.make_array_from_callback(value.shape, sharding,
+                                              lambda index, value=value: value[index])
             for key, value in batch.items()}
