@@ -88,7 +88,26 @@ def check_quickstart(cells, tmp_path: Path) -> None:
     assert (workdir / "export" / "jaxenc_manifest.json").is_file()
 
 
-CHECKS = {"quickstart": check_quickstart}
+def check_look_inside(cells, tmp_path: Path) -> None:
+    _, sentence = _cell_printing(cells, r"^sentence: (.*)$")
+    words = len(sentence[1].split())
+    psan, _ = _cell_printing(cells, r"^PSAN weight across phrase boundaries: 0\.0$")
+    disan, _ = _cell_printing(cells, r"^DiSAN forward weight on later tokens: 0\.0, "
+                                     r"backward weight on earlier tokens: 0\.0$")
+    relations, _ = _cell_printing(cells, r"relations in the training trees")
+    bias, shape = _cell_printing(cells, r"^relation score bias of layer 0: (\d+) heads x (\d+) x "
+                                        r"(\d+) nodes; on NONE pairs: 0\.0$")
+    assert int(shape[1]) == 4 and int(shape[2]) == int(shape[3]) == words + 1  # [root] first
+    phrase, hypernodes = _cell_printing(cells, r"^(\d+) hypernodes; phase 2 weight outside A: "
+                                               r"0\.0$")
+    assert int(hypernodes[1]) == (words - 1) + (words - 2)  # bigrams and trigrams
+    for cell in (psan, disan, relations, phrase):
+        assert _images(cell) == 1
+    assert _images(bias) == 2  # the score bias and the attention weights, per head
+    assert sum(_images(cell) for cell in cells) == 7  # the phrase division too
+
+
+CHECKS = {"quickstart": check_quickstart, "look_inside": check_look_inside}
 COMMITTED = sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb"))
 
 
