@@ -4,6 +4,7 @@ Each notebook prints a few machine-readable lines (shapes, losses, accuracies, m
 the checks below parse, besides counting its pictures.
 """
 
+import json
 import os
 import re
 from pathlib import Path
@@ -107,7 +108,25 @@ def check_look_inside(cells, tmp_path: Path) -> None:
     assert sum(_images(cell) for cell in cells) == 7  # the phrase division too
 
 
-CHECKS = {"quickstart": check_quickstart, "look_inside": check_look_inside}
+def check_downstream(cells, tmp_path: Path) -> None:
+    _, same = _cell_printing(cells, r"^max \|jax_encoder - jaxenc\| = (\S+)$")
+    assert float(same[1]) < 1e-5
+    training, loss = _cell_printing(cells, r"^final loss ([\d.]+) < initial loss ([\d.]+)$")
+    assert float(loss[1]) < float(loss[2])
+    _, train = _cell_printing(cells, r"^train accuracy before ([\d.]+) after ([\d.]+)$")
+    assert float(train[2]) > float(train[1]) + 0.1
+    _, dev = _cell_printing(cells, r"^dev accuracy before ([\d.]+) after ([\d.]+)$")
+    assert all(0.0 <= float(value) <= 1.0 for value in dev.groups())
+    _, change = _cell_printing(cells, r"max \|change\| of the word table ([\d.]+)$")
+    assert float(change[1]) > 0  # the encoder was fine-tuned, not only the head
+    assert _images(training) == 1 and sum(_images(cell) for cell in cells) == 1  # the loss
+    (export,) = tmp_path.glob("jaxenc-downstream-*/export")
+    description = json.loads((export / "format.json").read_text())
+    assert description["functions"]["differentiable"] and description["buckets"] == [32]
+
+
+CHECKS = {"quickstart": check_quickstart, "look_inside": check_look_inside,
+          "downstream": check_downstream}
 COMMITTED = sorted(path.stem for path in NOTEBOOKS.glob("*.ipynb"))
 
 
