@@ -196,11 +196,13 @@ class Encoder:
         encoder = cls(model_cfg, {}, vocab, **options)
         if "relations" in encoder.structure_fields and encoder.relation_vocab is None:
             from jaxenc.structures.arrays import build_relation_vocab
+            from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
 
             config = encoder.model_config
             encoder.relation_vocab = build_relation_vocab(
-                items, encoder.parser, max_distance=config["max_distance"],
-                keep_subtypes=config["keep_subtypes"])
+                items, encoder.parser,
+                max_distance=config.get("max_distance", DEFAULT_MAX_DISTANCE),
+                keep_subtypes=config.get("keep_subtypes", False))
         fields = {key: value for key, value in
                   encoder.example_batch(encoder.buckets[0], 1).items() if key != INDEX}
         module = build_encoder(encoder._model_cfg, len(vocab))
