@@ -173,6 +173,43 @@ class Encoder:
         """The encoder of a `python -m train.main` run directory (its best checkpoint)."""
         return cls(**{**workdir_arguments(workdir), **overrides})
 
+    @classmethod
+    def initialised(cls, model_cfg: Mapping[str, Any], sentences: Sequence[SentenceLike], *,
+                    seed: int = 0, **options: Any) -> Encoder:
+        """An encoder with freshly initialised weights (no training), for pictures of what a
+        model computes before it learns (`jaxenc.viz.attention_maps`) and for tests.
+
+        Args:
+          model_cfg: a model section (`name` + hyperparameters, e.g.
+            `jaxenc.configs.model_config("psan", parser="gold")`).
+          sentences: its vocabulary is their words (strings are split on whitespace); their
+            dependency trees (the model's parser: "gold" reads the records' own) give the
+            relation vocabulary of a model with the "relations" field.
+          seed: the initialisation's PRNG seed.
+          options: other constructor arguments (`lowercase_fallback` defaults to True).
+        """
+        from jaxenc.models.registry import build_encoder
+
+        options.setdefault("lowercase_fallback", True)
+        items = [as_sentence(item, options.get("tokenizer", "whitespace")) for item in sentences]
+        vocab = Vocabulary.build(item.tokens for item in items)
+        encoder = cls(model_cfg, {}, vocab, **options)
+        if "relations" in encoder.structure_fields and encoder.relation_vocab is None:
+            from jaxenc.structures.arrays import build_relation_vocab
+            from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
+
+            config = encoder.model_config
+            encoder.relation_vocab = build_relation_vocab(
+                items, encoder.parser,
+                max_distance=config.get("max_distance", DEFAULT_MAX_DISTANCE),
+                keep_subtypes=config.get("keep_subtypes", False))
+        fields = {key: value for key, value in
+                  encoder.example_batch(encoder.buckets[0], 1).items() if key != INDEX}
+        module = build_encoder(encoder._model_cfg, len(vocab))
+        encoder._params = jax.jit(lambda key: module.init(key, fields, train=False))(
+            jax.random.key(seed))["params"]
+        return encoder
+
     # ------------------------------------------------------------------------- properties
 
     @property

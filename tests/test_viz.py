@@ -1,4 +1,5 @@
-"""jaxenc.viz: DiSAN's attention probabilities against a numpy loop, and what each plot draws."""
+"""jaxenc.viz: DiSAN's attention probabilities against a numpy loop, every encoder's attention
+maps against the structure that masks them, and what each plot draws."""
 
 import chex
 import jax
@@ -6,8 +7,16 @@ import numpy as np
 import pytest
 
 from jaxenc import viz
+from jaxenc.configs import model_config
+from jaxenc.data.synthetic import generate
+from jaxenc.encoding import Encoder
 from jaxenc.errors import DataError
 from jaxenc.models.disan import DiSAN, DiSANConfig
+from jaxenc.models.registry import build_encoder
+from jaxenc.structures.hypernodes import ngram_spans, spans_to_members
+from jaxenc.structures.psan import segments as psan_segments
+from jaxenc.structures.relations import NONE_ID
+from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.training.report import MetricsLog
 
 VOCAB, EMBED, HIDDEN, C = 20, 5, 4, 5.0
@@ -150,3 +159,181 @@ def test_plot_curves_needs_a_dev_record(tmp_path):
     metrics.write(10, "train", {"loss": 0.9})
     with pytest.raises(DataError, match="no dev records"):
         viz.plot_curves(metrics.path)
+
+
+# ----------------------------------------------------------------------------- attention maps
+
+# Tiny widths; PSAN and PhraseTransformer keep their default (packed, sparse) implementations, so
+# the maps come from the dense twins of the modules that encode.
+STRUCTURED = {
+    "disan": dict(embed_dim=8, hidden=6),
+    "psan": dict(embed_dim=8, model_dim=8, parser="gold", packing_scheme="pow2"),
+    "dependency_transformer": dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2,
+                                   ff_dim=16, relation_dim=3, parser="gold"),
+    "phrase_transformer": dict(embed_dim=8, model_dim=8, num_layers=1, num_heads=2, ff_dim=16,
+                               k=3),
+}
+
+
+@pytest.fixture(scope="module")
+def synthetic_sentences():
+    """Sentences with gold trees, and one of 9..14 words to look at."""
+    sentences = [example.sentences[0] for example in generate(40, seed=3)]
+    return sentences, next(s for s in sentences if 9 <= len(s.tokens) <= 14)
+
+
+def _adjacency(members: np.ndarray, num_words: int) -> np.ndarray:
+    """eq. 6 by loops: node s and t adjacent iff one's words contain the other's."""
+    words = [{i} for i in range(num_words)] + [{m for m in row if m >= 0} for row in members]
+    return np.array([[a <= b or b <= a for b in words] for a in words])
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURED))
+def test_attention_maps_follow_each_encoders_structure(name, synthetic_sentences):
+    sentences, sentence = synthetic_sentences
+    enc = Encoder.initialised(model_config(name, **STRUCTURED[name]), sentences, seed=1)
+    assert set(sentence.tokens) <= set(enc.vocab.tokens)
+    maps, labels = viz.attention_maps(enc, sentence), viz.node_labels(enc, sentence)
+    (fields,) = enc.features([sentence])
+    n = len(fields["tokens"])
+    for key, weights in maps.items():
+        assert np.isfinite(weights).all() and weights.dtype == np.float32, key
+    # The dense twin computes what the encoder computes, with the same parameters.
+    twin = viz._picture_module(enc.model_config, len(enc.vocab))
+    batch = {key: value[None] for key, value in fields.items()}
+    batch["lengths"] = np.array([n], np.int32)
+    if name == "psan":
+        batch["segments"] = viz._segments_of_blocks(fields["blocks"], n)[None]
+        del batch["blocks"]
+    vector = twin.apply({"params": enc.params}, batch, train=False)["sentence"][0]
+    np.testing.assert_allclose(vector, enc.encode(sentence), rtol=1e-5, atol=1e-6)
+
+    if name == "disan":
+        assert set(maps) == {"forward/attention", "backward/attention"}
+        expected = viz.disan_token2token_probs(build_encoder(enc.model_config, len(enc.vocab)),
+                                               enc.params, fields["tokens"])
+        for direction in ("forward", "backward"):
+            np.testing.assert_allclose(maps[f"{direction}/attention"], expected[direction],
+                                       atol=1e-6)
+        assert labels == list(sentence.tokens)
+    elif name == "psan":
+        segments = psan_segments(tree_from_sentence(sentence))
+        np.testing.assert_array_equal(viz._segments_of_blocks(fields["blocks"], n), segments)
+        assert set(maps) == {f"psa_{level}/attention" for level in (1, 2, 3)}
+        for level in (1, 2, 3):
+            weights, ids = maps[f"psa_{level}/attention"], segments[level - 1]
+            chex.assert_shape(weights, (n, n))
+            same_phrase = (ids[:, None] == ids[None, :]) & ~np.eye(n, dtype=bool)
+            assert np.all(weights[~same_phrase] == 0.0)  # nothing across a phrase boundary
+            alone = same_phrase.sum(axis=1) == 0  # one-word phrases attend to nothing
+            np.testing.assert_allclose(weights.sum(axis=1), np.where(alone, 0.0, 1.0), atol=1e-5)
+    elif name == "dependency_transformer":
+        assert labels == ["[root]", *sentence.tokens]
+        assert len(enc.relation_vocab) > 2  # built from the sentences' gold trees
+        assert set(maps) == {"layer_0/self_attention", "layer_1/self_attention",
+                             "relation_bias_0", "relation_bias_1"}
+        none = fields["relations"] == NONE_ID
+        assert none.any() and (~none).any()
+        for layer in (0, 1):
+            bias = maps[f"relation_bias_{layer}"]
+            chex.assert_shape(bias, (2, n, n))
+            assert np.all(bias[:, none] == 0.0) and np.all(bias[:, ~none] != 0.0)
+            np.testing.assert_allclose(maps[f"layer_{layer}/self_attention"].sum(-1), 1.0,
+                                       rtol=1e-5)
+    else:
+        members = spans_to_members(ngram_spans(n, 3))
+        nodes = n + len(members)
+        assert len(labels) == nodes + 1 and labels[-1] == "[cls]"
+        assert labels[n] == " ".join(sentence.tokens[:2])  # the first bigram
+        chex.assert_shape(maps["layer_0/attention"], (2, nodes + 1, nodes + 1))
+        phase2 = maps["layer_0/phrase_attention/attention"]
+        chex.assert_shape(phase2, (2, nodes, nodes))
+        outside = ~_adjacency(members, n)
+        assert outside.any() and np.all(phase2[:, outside] == 0.0)  # attention within phrases
+        np.testing.assert_allclose(phase2.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_initialised_encoders_depend_on_the_seed_only(synthetic_sentences):
+    sentences, sentence = synthetic_sentences
+    config = model_config("disan", **STRUCTURED["disan"])
+    first, again, other = (Encoder.initialised(config, sentences, seed=seed) for seed in (0, 0, 1))
+    np.testing.assert_array_equal(first.encode(sentence), again.encode(sentence))
+    assert not np.allclose(first.encode(sentence), other.encode(sentence))
+    with pytest.raises(DataError, match="no tokens"):
+        viz.attention_maps(first, "")
+
+
+# ----------------------------------------------------------------------------- more plots
+
+
+def test_plot_heads_draws_each_head_on_one_scale(tmp_path):
+    rng = np.random.default_rng(0)
+    weights = rng.random((3, 4, 5)).astype(np.float32)
+    queries, keys = ["q0", "q1", "q2", "q3"], ["k0", "k1", "k2", "k3", "k4"]
+    figure = viz.plot_heads(queries, weights, key_tokens=keys, title="hypernodes", columns=2,
+                            path=tmp_path / "heads.png")
+    *maps, colour_bar = figure.axes
+    assert len(maps) == 3 and colour_bar.get_label() == "<colorbar>"
+    for head, axis in enumerate(maps):
+        np.testing.assert_array_equal(axis.images[0].get_array(), weights[head])
+        assert axis.get_title() == f"head {head}"
+        assert [label.get_text() for label in axis.get_xticklabels()] == keys
+        assert [label.get_text() for label in axis.get_yticklabels()] == queries
+        assert axis.images[0].get_clim() == pytest.approx((0.0, weights.max()))
+    assert figure.get_suptitle() == "hypernodes"
+    assert (tmp_path / "heads.png").read_bytes().startswith(b"\x89PNG")
+
+    scores = weights - 0.7  # negative and positive: a scale symmetric around 0
+    centered = viz.plot_heads(queries, scores, key_tokens=keys, centered=True)
+    bound = np.abs(scores).max()
+    assert centered.axes[0].images[0].get_clim() == pytest.approx((-bound, bound))
+    square = viz.plot_heads(keys, rng.random((5, 5)), titles=["level 1"])
+    assert len(square.axes) == 2 and square.axes[0].get_title() == "level 1"  # one map
+    with pytest.raises(DataError, match="2 titles for 3 maps"):
+        viz.plot_heads(queries, weights, key_tokens=keys, titles=["a", "b"])
+    with pytest.raises(DataError, match="do not match 4 query and 4 key tokens"):
+        viz.plot_heads(queries, weights)
+
+
+def test_plot_relations_shows_ids_and_names(tmp_path):
+    tokens = ["[root]", "films", "move"]
+    relations = np.array([[1, 0, 4],
+                          [0, 1, 5],
+                          [3, 2, 1]], np.int32)
+    names = ["NONE", "SELF", "nsubj/UP", "root/UP", "root/DOWN", "nsubj/DOWN"]
+    figure = viz.plot_relations(tokens, relations, names, path=tmp_path / "relations.png")
+    (axis,) = figure.axes
+    image = axis.images[0].get_array()
+    np.testing.assert_array_equal(image.mask, relations == 0)  # NONE cells are blank
+    np.testing.assert_array_equal(image.data, relations)
+    drawn = {(round(text.get_position()[1]), round(text.get_position()[0])): text.get_text()
+             for text in axis.texts}
+    assert drawn == {(i, j): names[relations[i, j]] for i in range(3) for j in range(3)
+                     if relations[i, j] != 0}
+    assert [label.get_text() for label in axis.get_xticklabels()] == tokens
+    assert [label.get_text() for label in axis.get_yticklabels()] == tokens
+    assert (tmp_path / "relations.png").is_file()
+    assert len(viz.plot_relations(tokens, relations).axes[0].texts) == 0  # no names, no texts
+    with pytest.raises(DataError, match="do not match 2 tokens"):
+        viz.plot_relations(tokens[:2], relations)
+
+
+def test_plot_similarity_shows_the_cosines_of_the_vectors(tmp_path):
+    labels = ["a film", "the same film", "another", "empty"]
+    vectors = np.array([[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, -1.0, 3.0], [0.0, 0.0, 0.0]])
+    expected = np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            norms = np.linalg.norm(vectors[i]) * np.linalg.norm(vectors[j])
+            expected[i, j] = vectors[i] @ vectors[j] / norms if norms else 0.0
+    figure = viz.plot_similarity(labels, vectors, path=tmp_path / "similarity.png")
+    axis, _ = figure.axes
+    np.testing.assert_allclose(axis.images[0].get_array(), expected, atol=1e-6)
+    assert axis.images[0].get_clim() == (-1.0, 1.0)
+    assert [text.get_text() for text in axis.texts] == [f"{v:.2f}" for v in expected.ravel()]
+    assert [label.get_text() for label in axis.get_yticklabels()] == [
+        f"{i}: {label}" for i, label in enumerate(labels)]
+    assert [label.get_text() for label in axis.get_xticklabels()] == ["0", "1", "2", "3"]
+    assert (tmp_path / "similarity.png").is_file()
+    with pytest.raises(DataError, match="do not match 3 labels"):
+        viz.plot_similarity(labels[:3], vectors)
