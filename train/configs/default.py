@@ -1,14 +1,24 @@
-"""The main job: DiSAN on the embedded synthetic dataset, with the bag-of-words baseline trained
-beside it on the same data. No data folder, no download; about 2-3 minutes on 2 CPU cores.
+"""The main job: every encoder of the package, and the bag-of-words baseline, trained on the
+embedded synthetic dataset with the same head, optimiser and budget; then the best one is exported
+and used. No data folder, no download.
 
 The synthetic labels depend on which predicate a negation scopes over (jaxenc/data/synthetic.py):
 half of the sentences come in minimal pairs with the same words and opposite labels. The bag
-baseline, which sees only which words occur, stays near chance (50%); DiSAN, whose directional
-self-attention encodes word order, learns the rule (dev accuracy ~87% with these settings).
+baseline, which sees only which words occur, stays near chance (50%); the encoders that read
+word order or the trees learn the rule to different degrees within this budget (README, "The
+main job"). After training, the model with the best dev accuracy is exported to workdir/export and
+encodes two minimal pairs: the table of cosine similarities shows which encoders tell the members
+of a pair apart (the bag cannot: cosine 1).
 
-Changes from DiSAN's SST settings (disan.md) to fit the budget: d_h = 64 instead of 300, 64-d
-random embeddings (the synthetic words have no GloVe vectors), Adam 3e-3 with clipping instead of
-Adadelta, dropout keep 0.9, no L2.
+Sizes and settings (all models): 64-d random embeddings (the synthetic words have no GloVe
+vectors), width 64, Adam 3e-3 with clipping and a 100-step warm-up, no L2, batch 64. Each model's
+own settings: DiSAN d_h 64, dropout keep 0.9; PSAN
+d 64, dense phrase attention (compiles in seconds; the packed default pays off on long sentences,
+not here); the Transformer family (Transformer, Dependency-Transformer, PhraseTransformer) 2
+layers, 4 heads, FFN 128, no dropout, sqrt(d) embedding scale (results/dependency_transformer:
+without it the words are drowned by the positions); Mean-Max AAE's encoder (its mean+max pooled
+code, trained with the classifier, not as an autoencoder here) d 64, FFN 128, 4 heads;
+Tree-LSTM memory 64. PSAN, the Dependency-Transformer and the Tree-LSTM read the gold trees.
 """
 
 from __future__ import annotations
@@ -16,15 +26,40 @@ from __future__ import annotations
 from train.configs import base
 
 EMBED_DIM = 64
+WIDTH = 64
+TRANSFORMER = dict(embed_dim=EMBED_DIM, model_dim=WIDTH, num_layers=2, num_heads=4, ff_dim=128,
+                   dropout_rate=0.0, scale_embeddings=True)
+# Pairs of sentences encoded by the best model after training (and by every other model).
+MINIMAL_PAIRS = (
+    "the film that was not good is good .", "the film that was good is not good .",
+    "the critic says that the plot is not bad .", "the critic does not say that the plot is bad .",
+)
 
 
 def get_config():
     config = base.get_config("disan,synthetic")
-    config.model.update(dict(embed_dim=EMBED_DIM, hidden=64, keep_prob=0.9))
-    config.task.head.hidden_dims = (64,)
+    config.model.update(dict(embed_dim=EMBED_DIM, hidden=WIDTH, keep_prob=0.9))
+    config.task.head.hidden_dims = (WIDTH,)
     config.data.update(dict(batch_size=64, eval_batch_size=128, max_length=32, bucket_step=8))
-    config.optim.update(dict(name="adam", learning_rate=3e-3, weight_decay=0.0, clip_norm=5.0))
+    config.optim.update(dict(name="adam", learning_rate=3e-3, warmup_steps=100, weight_decay=0.0,
+                             clip_norm=5.0))
     config.train.update(dict(epochs=20, log_every=20))
     config.checkpoint.every = 300  # steps; evaluation (and the best checkpoint) every epoch
-    config.baselines.bag = base.model_config("bag", embed_dim=EMBED_DIM)
+    baselines = dict(
+        psan=base.model_config("psan", embed_dim=EMBED_DIM, model_dim=WIDTH, keep_prob=0.9,
+                               parser="gold", psa_impl="dense"),
+        dependency_transformer=base.model_config("dependency_transformer", relation_dim=16,
+                                                 parser="gold", **TRANSFORMER),
+        phrase_transformer=base.model_config("phrase_transformer", **TRANSFORMER),
+        meanmax_aae=base.model_config("meanmax_aae", embed_dim=EMBED_DIM, model_dim=WIDTH,
+                                      ff_dim=128, num_heads=4, dropout_rate=0.0,
+                                      freeze_embeddings=False),
+        tree_lstm=base.model_config("tree_lstm", embed_dim=EMBED_DIM, memory_dim=WIDTH,
+                                    parser="gold"),
+        transformer=base.model_config("transformer", **TRANSFORMER),
+        bag=base.model_config("bag", embed_dim=EMBED_DIM),
+    )
+    for name, model in baselines.items():
+        config.baselines[name] = model
+    config.showcase.update(dict(export_best=True, sentences=MINIMAL_PAIRS))
     return config
