@@ -2,7 +2,9 @@
 issue's goals with verdicts), report.md and the plots (throughput.png, memory.png).
 
 Everything here reads the results dict that bench.run writes as results.json, so a report can be
-remade from a saved run: `python -m bench.report results/bench/cpu/results.json`.
+remade from a saved run: `python -m bench.report results/bench/cpu/results.json` rewrites
+report.md, the plots and the derived fields of results.json (ratios, goals, achieved FLOP/s)
+beside it; the measurements are left as they are.
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ def ratios(results: Mapping) -> dict[str, list[dict]]:
         if psan_row is None or disan_row is None:
             continue
         out["psan_vs_disan"].append(dict(
-            length=length, psan_peak_mib=_peak(psan_row), disan_peak_mib=_peak(disan_row),
+            length=length, psan_status=psan_row["status"], disan_status=disan_row["status"],
+            psan_peak_mib=_peak(psan_row), disan_peak_mib=_peak(disan_row),
             psan_temp_mib=_temp(psan_row), disan_temp_mib=_temp(disan_row),
             peak_ratio=_ratio(_peak(psan_row), _peak(disan_row)),
             temp_ratio=_ratio(_temp(psan_row), _temp(disan_row)),
@@ -176,12 +179,11 @@ def ratios(results: Mapping) -> dict[str, list[dict]]:
         for length in lengths:
             row = rows.get((_line(results, model, length), length))
             reference = rows.get((results["references"][model], length))
-            if row is None or reference is None:
-                continue
-            out["vs_reference"].append(dict(
-                model=model, variant=row["variant"], reference=reference["variant"],
-                length=length, train_ratio=_ratio(_time(row), _time(reference)),
-                peak_ratio=_ratio(_peak(row), _peak(reference))))
+            if row is not None and reference is not None and row is not reference:
+                out["vs_reference"].append(dict(
+                    model=model, variant=row["variant"], reference=reference["variant"],
+                    length=length, train_ratio=_ratio(_time(row), _time(reference)),
+                    peak_ratio=_ratio(_peak(row), _peak(reference))))
             bf16 = rows.get((f"{model} bf16", length))
             if bf16 is not None:
                 out["bf16"].append(dict(
@@ -439,8 +441,9 @@ def _ratio_sections(results: Mapping) -> list[str]:
              "elements over DiSAN's two directions; same feature width).", ""]
     text += _table(["L", "PSAN packed peak MiB", "DiSAN dense peak MiB", "peak ratio",
                     "temp ratio", "data bound", "train time ratio"],
-                   ([row["length"], _number(row["psan_peak_mib"]),
-                     _number(row["disan_peak_mib"]), _number(row["peak_ratio"], 3),
+                   ([row["length"], _cell({"status": row["psan_status"]}, row["psan_peak_mib"]),
+                     _cell({"status": row["disan_status"]}, row["disan_peak_mib"]),
+                     _number(row["peak_ratio"], 3),
                      _number(row["temp_ratio"], 3), _number(row["data_bound"], 3),
                      _number(row["train_ratio"], 2)] for row in ratios["psan_vs_disan"]))
     text += ["## Dependency-Transformer vs Transformer vs Tree-LSTM", "",
@@ -576,6 +579,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
     finish(results)
+    args.results.write_text(json.dumps(results, indent=1))
     write(results, args.results.parent)
 
 
