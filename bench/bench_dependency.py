@@ -2,8 +2,9 @@
 registered): train-step and encode time, compiled memory, measured side by side in one run.
 
 Each model is the paper's size (d 300, 3 layers, 6 heads, FFN 300, d_r 30; Tree-LSTM memory 150)
-on batches of random dependency trees ([root] first; relation ids, levels and heads computed from
-the trees' shapes, so every model sees the same sentences). Reported per model and length:
+on batches of random projective dependency trees ([root] first; relation ids, levels and heads
+computed by the featurizer, bench.common.synthetic_batches, so every model sees the same
+sentences). Reported per model and length:
 train-step ms (forward + backward), encode ms and sentences/s, compiled temp/peak MiB, and the
 ratio to the plain Transformer measured in the same run (issue goal: DT <= 1.2x at length 64).
 
@@ -15,11 +16,16 @@ from __future__ import annotations
 import argparse
 
 import jax
-import numpy as np
 
-from bench.common import encode_step, memory_mib, parse_ints, time_in_turns, train_step
+from bench.common import (
+    encode_step,
+    memory_mib,
+    parse_ints,
+    synthetic_batches,
+    time_in_turns,
+    train_step,
+)
 from jaxenc import cli
-from jaxenc.data.vocab import ROOT
 from jaxenc.models import registry
 from train.configs import base
 
@@ -31,35 +37,15 @@ PAPER_MODELS = {  # name -> (registered model, overrides of its preset)
 }
 
 
-def random_trees(batch: int, length: int, num_relations: int, seed: int) -> dict[str, np.ndarray]:
-    """A batch of full-length random trees over [root] + words: heads int32[B, L] (node 0 has
-    -1, node i > 0 a head among 0..i-1), levels (depths), relations int32[B, L, L] (random ids,
-    SELF on the diagonal), tokens and lengths."""
-    rng = np.random.default_rng(seed)
-    heads = np.full((batch, length), -1, np.int32)
-    levels = np.zeros((batch, length), np.int32)
-    for node in range(1, length):
-        heads[:, node] = rng.integers(0, node, batch)
-        levels[:, node] = levels[np.arange(batch), heads[:, node]] + 1
-    relations = rng.integers(0, num_relations, (batch, length, length)).astype(np.int32)
-    relations[:, np.arange(length), np.arange(length)] = 1
-    tokens = rng.integers(6, 1000, (batch, length)).astype(np.int32)
-    tokens[:, 0] = ROOT
-    return {"tokens": tokens, "lengths": np.full(batch, length, np.int32), "heads": heads,
-            "levels": np.minimum(levels, 15), "relations": relations}
-
-
 def benchmark(length: int, args) -> list[dict]:
     """Compiles and times every available model at one length."""
-    trees = random_trees(args.batch, length, 64, seed=length)
     steps, rows = {}, {}
     for label, (name, overrides) in PAPER_MODELS.items():
         if not registry.available(name):
             continue
         model_cfg = base.model_config(name, **overrides)
-        encoder = registry.build_encoder(model_cfg, 1000)
-        needs = registry.structure_spec(model_cfg)
-        sentence = {key: trees[key] for key in ("tokens", "lengths", *needs.fields)}
+        (sentence,), vocab_size = synthetic_batches(model_cfg, length, args.batch, 1)
+        encoder = registry.build_encoder(model_cfg, vocab_size)
         params = jax.jit(lambda key, e=encoder, s=sentence: e.init(key, s, train=False))(
             jax.random.key(0))
         steps[f"{label} train"] = train_step(encoder, params, sentence)

@@ -102,7 +102,7 @@ def benchmark_length(length: int, variants: list[tuple[str, int | None]],
     timings = time_in_turns({variant: steps[variant] for variant in to_run}, args.repeats)
     load_after = os.getloadavg()[0]
     for variant in to_run:
-        seconds, cpu_seconds = timings[variant]
+        seconds, cpu_seconds = timings[variant].wall, timings[variant].cpu
         rows[variant].update(ms=1e3 * seconds, cpu_ms=1e3 * cpu_seconds,
                              gflops=rows[variant]["flops"] / seconds / 1e9,
                              of_peak=rows[variant]["flops"] / seconds / peak_flops,

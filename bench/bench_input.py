@@ -1,6 +1,6 @@
 """Input pipeline benchmark: batching throughput and the padding waste of bucket schemes.
 
-    python bench/bench_input.py [--epochs 3] [--batch-size 64]
+    python -m bench.bench_input [--epochs 3] [--batch-size 64]
 
 Sentence lengths are SST-5's (train + dev + test) when $JAXENC_DATA_DIR points at the datasets,
 otherwise synthetic lengths with a similar spread. The throughput examples are featurised like a
@@ -72,6 +72,19 @@ def throughput(features: list[dict[str, np.ndarray]], buckets: tuple[int, ...], 
     return built, examples / (time.perf_counter() - start)
 
 
+def waste_by_scheme(features: list[dict[str, np.ndarray]], max_length: int,
+                    batch_size: int) -> dict[str, dict[str, float]]:
+    """Bucket scheme -> its bucket count, padding waste (padded / real tokens - 1), the waste with
+    filler rows, and batches per epoch."""
+    table = {}
+    for name, buckets in bucket_schemes(max_length).items():
+        report = Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=False).report()
+        table[name] = {"buckets": len(buckets), "waste": report.waste,
+                       "waste_with_filler": report.waste_with_filler,
+                       "batches": report.num_batches}
+    return table
+
+
 @cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -95,11 +108,9 @@ def main() -> None:
 
     print("\n| buckets | count | padding waste | with filler rows | batches/epoch |")
     print("|---|---:|---:|---:|---:|")
-    for name, buckets in bucket_schemes(max_length).items():
-        report = Batcher(features, batch_size=args.batch_size, buckets=buckets,
-                         shuffle=False).report()
-        print(f"| {name} | {len(buckets)} | {report.waste:.3f} | {report.waste_with_filler:.3f} "
-              f"| {report.num_batches} |")
+    for name, row in waste_by_scheme(features, max_length, args.batch_size).items():
+        print(f"| {name} | {row['buckets']} | {row['waste']:.3f} | {row['waste_with_filler']:.3f} "
+              f"| {row['batches']} |")
     print("\npadding waste = (padded token slots - real tokens) / real tokens")
 
 

@@ -1,6 +1,6 @@
 """PSAN's packed phrase attention on SST training batches: attention memory and host plan rate.
 
-    python bench/bench_packing.py [--data-dir ../shared/data] [--out results/psan/packing.md]
+    python -m bench.bench_packing [--data-dir ../shared/data] [--out results/psan/packing.md]
 
 SST training trees (8544, gold, binarised; psan.segments: 3 levels, min split length 4), batches
 of 64 in buckets of 8 tokens, shuffled (seed 0). Attention elements per batch, summed over the 3
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench.common import one_core
 from jaxenc import cli
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.packing import PackingConfig
@@ -65,27 +65,29 @@ def plan_shapes(batch: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
             if key.startswith(f"{ROLE}/pack_t")}
 
 
-def measure(features: list[dict], config: PackingConfig, args: argparse.Namespace) -> dict:
-    """One row of the table: ratios over the planned epochs, fallbacks after them, host rate."""
-    buckets = bucket_lengths(args.max_length, args.bucket_step)
-    source = Batcher(features, batch_size=args.batch_size, buckets=buckets, shuffle=True, seed=0,
+def measure(features: list[dict], config: PackingConfig, *, batch_size: int, max_length: int,
+            bucket_step: int, later: int) -> dict:
+    """One row of the table: ratios over the planned epochs, fallbacks in the `later` epochs
+    after them, and the host plan rate (sentences/s on the calling thread)."""
+    buckets = bucket_lengths(max_length, bucket_step)
+    source = Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=True, seed=0,
                      packing=config)
     totals = dict.fromkeys(("dense", "packed", "bound", "classes", "longest", "arrays"), 0)
     for epoch in range(config.epochs):
         for batch in source.epoch(epoch):
             blocks = batch[f"{ROLE}/blocks"]
             bound, classes, longest = data_elements(blocks, config.class_lengths(blocks.shape[2]))
-            totals["dense"] += 2 * args.batch_size * blocks.shape[2] ** 2
+            totals["dense"] += 2 * batch_size * blocks.shape[2] ** 2
             totals["packed"] += packed_elements(batch)
             totals["bound"] += bound
             totals["classes"] += classes
             totals["longest"] += longest
             totals["arrays"] += len(plan_shapes(batch))
-    later = [batch for epoch in range(config.epochs, config.epochs + args.later)
+    later = [batch for epoch in range(config.epochs, config.epochs + later)
              for batch in source.epoch(epoch)]
     fallbacks = sum(plan_shapes(batch) != source.packer.layouts[
         ROLE, batch[f"{ROLE}/blocks"].shape[2]].plan_shapes(config.groups) for batch in later)
-    plain = list(Batcher(features, batch_size=args.batch_size, buckets=buckets, shuffle=True,
+    plain = list(Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=True,
                          seed=0).epoch(0))
     start = time.perf_counter()
     for batch in plain:
@@ -116,8 +118,6 @@ def main(argv: list[str] | None = None) -> None:
                         help="epochs after the planned ones checked for fallbacks")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     logging.getLogger("jaxenc.data.packing").setLevel(logging.ERROR)  # fallbacks are counted
     features = sst_features(data_dir(args.data_dir))
     columns = ["scheme", "capacity", "G", "packed / dense", "per-batch classes / dense",
@@ -127,7 +127,10 @@ def main(argv: list[str] | None = None) -> None:
         for groups in args.groups:
             policies = [("planned", epochs) for epochs in args.epochs] + [("bound", 1)]
             for capacity, epochs in policies:
-                result = measure(features, PackingConfig(scheme, capacity, groups, epochs), args)
+                with one_core():
+                    result = measure(features, PackingConfig(scheme, capacity, groups, epochs),
+                                     batch_size=args.batch_size, max_length=args.max_length,
+                                     bucket_step=args.bucket_step, later=args.later)
                 floors = floors or result
                 name = f"planned, E={epochs}" if capacity == "planned" else "bound"
                 fallbacks = result["fallbacks"] if capacity == "planned" else "-"
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join([
         "# PSAN packed phrase attention: memory on SST training batches",
         "",
-        f"Made by `python bench/bench_packing.py` ({len(features)} SST training trees, gold, "
+        f"Made by `python -m bench.bench_packing` ({len(features)} SST training trees, gold, "
         f"binarised, 3 levels; batches of {args.batch_size}, buckets of {args.bucket_step} up to "
         f"{args.max_length}, shuffled, seed 0). Attention elements per batch summed over the 3 "
         "levels, divided by DiSAN's dense 2 B L^2 (L = bucket length), over the batches of the "

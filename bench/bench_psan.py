@@ -19,7 +19,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from bench.common import memory_mib, time_in_turns, train_step
+from bench.common import memory_mib, phrase_data_bound, time_in_turns, train_step
 from jaxenc import cli
 from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, sentence_fields
@@ -53,13 +53,6 @@ def trec_batch(model_cfg, examples, vocab, args) -> dict[str, np.ndarray]:
     return sentence_fields(max(batches, key=lambda b: b["sentence/lengths"].sum()), "sentence")
 
 
-def data_bound(segments: np.ndarray, lengths: np.ndarray, bucket: int) -> float:
-    """sum over levels and phrases of l^2, over DiSAN's 2 B L^2 (two directions)."""
-    total = sum(int((np.bincount(row[row >= 0]) ** 2).sum()) for sentence in segments
-                for row in sentence)
-    return total / (2 * len(lengths) * bucket**2)
-
-
 @cli.reports_errors
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -84,7 +77,7 @@ def main() -> None:
     timings = time_in_turns(steps, args.repeats)
     dense_peak = memory_mib(steps["DiSAN dense"][0])[1]
     psan_batch = batches["PSAN dense"]
-    bound = data_bound(psan_batch["segments"], psan_batch["lengths"], args.bucket)
+    bound = phrase_data_bound(psan_batch["segments"], psan_batch["lengths"], args.bucket)
     print(f"TREC, batch {args.batch}, bucket {args.bucket}; data bound sum l^2 / 2 L^2 = "
           f"{bound:.3f}")
     print(f"{'model':>16} {'temp MiB':>9} {'peak MiB':>9} {'/ DiSAN dense':>13} {'step ms':>8}")

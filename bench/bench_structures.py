@@ -1,6 +1,6 @@
 """Host-side cost of trees -> structure arrays, in sentences per second on one CPU core.
 
-    python bench/bench_structures.py [--data-dir ../shared/data] [--repeats 3]
+    python -m bench.bench_structures [--data-dir ../shared/data] [--repeats 3]
 
 Constituency trees: the SST trees (train+dev+test, 11855). Dependency trees: UD English-EWT train
 sentences of 5 words up to the longest SST sentence, so both have SST-like lengths. Per sentence:
@@ -14,12 +14,13 @@ The process is pinned to one core. Goal (issue "Syntax structures"): >= 2,000 se
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from bench.common import one_core
 from jaxenc import cli
 from jaxenc.data.paths import data_dir
 from jaxenc.structures import hypernodes, psan
@@ -29,6 +30,8 @@ from jaxenc.structures.relations import RelationVocabulary, levels, relations
 from jaxenc.structures.trees import DependencyTree, parse_bracketed
 
 MAX_LEVEL = 16
+PARSE_GOLD = "parse SST bracket string -> Tree"
+ALL_MODELS = "all models (PSAN + Dep.-Transformer + PhraseTransformer)"
 
 
 def seconds_per_item(function: Callable, items: Sequence, repeats: int) -> float:
@@ -42,16 +45,9 @@ def seconds_per_item(function: Callable, items: Sequence, repeats: int) -> float
     return best / len(items)
 
 
-@cli.reports_errors
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    root = data_dir(args.data_dir)
-
+def measure(root: Path, repeats: int) -> tuple[dict[str, float], str]:
+    """(step -> seconds per sentence, a line describing the trees) on the calling thread; pin it
+    to one core (bench.common.one_core) for per-core rates."""
     sst_paths = [root / "sst_ptb_trees" / f"{split}.txt" for split in ("train", "dev", "test")]
     trees = [tree for path in sst_paths for tree in read_bracketed(path)]
     lines = [line for path in sst_paths for line in path.read_text("utf-8").splitlines()]
@@ -69,21 +65,30 @@ def main(argv: list[str] | None = None) -> None:
         return relations(dtree, vocab), levels(dtree, MAX_LEVEL)
 
     timings = {
-        "parse SST bracket string -> Tree": seconds_per_item(parse_bracketed, lines, args.repeats),
-        "PSAN segments + blocks (SST tree)": seconds_per_item(psan_arrays, trees, args.repeats),
+        PARSE_GOLD: seconds_per_item(parse_bracketed, lines, repeats),
+        "PSAN segments + blocks (SST tree)": seconds_per_item(psan_arrays, trees, repeats),
         "PSAN from a UD tree (derive + segments + blocks)": seconds_per_item(
-            lambda dtree: psan_arrays(derive_tree(dtree).tree), dtrees, args.repeats),
+            lambda dtree: psan_arrays(derive_tree(dtree).tree), dtrees, repeats),
         "Dependency-Transformer relations + levels (UD tree)": seconds_per_item(
-            transformer_arrays, dtrees, args.repeats),
+            transformer_arrays, dtrees, repeats),
         "PhraseTransformer dependency members (UD tree)": seconds_per_item(
-            hypernodes.dependency_members, dtrees, args.repeats),
+            hypernodes.dependency_members, dtrees, repeats),
     }
     per_model = list(timings)[1:2] + list(timings)[3:]
-    timings["all models (PSAN + Dep.-Transformer + PhraseTransformer)"] = sum(
-        timings[name] for name in per_model)
+    timings[ALL_MODELS] = sum(timings[name] for name in per_model)
+    return timings, (f"SST trees: {len(trees)}, mean {np.mean(lengths):.1f} words; UD-EWT trees: "
+                     f"{len(dtrees)}, mean {np.mean([len(d) for d in dtrees]):.1f} words; one core")
 
-    print(f"SST trees: {len(trees)}, mean {np.mean(lengths):.1f} words; UD-EWT trees: "
-          f"{len(dtrees)}, mean {np.mean([len(d) for d in dtrees]):.1f} words; one core\n")
+
+@cli.reports_errors
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    with one_core():
+        timings, trees = measure(data_dir(args.data_dir), args.repeats)
+    print(f"{trees}\n")
     print("| step | sentences/s | µs/sentence |\n|---|---|---|")
     for name, seconds in timings.items():
         print(f"| {name} | {1 / seconds:,.0f} | {seconds * 1e6:.0f} |")

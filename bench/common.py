@@ -1,6 +1,7 @@
 """Measuring helpers shared by the benchmarks: wall/CPU timing of jitted steps taken in turns,
-the machine's measured f32 matmul peak, compiled memory, FLOPs counted from the jaxpr (loop
-bodies times their trip counts), and a generic encoder train step.
+the machine's measured f32 matmul peak, compiled memory and FLOPs (also counted from the jaxpr,
+loop bodies times their trip counts), compilation counting, a generic encoder train / encode
+step, one-core pinning for host rates, and synthetic batches with real-shaped structure arrays.
 
 Timings are medians over interleaved repeats (variants take turns, so load drifts on a shared
 machine hit all alike); ratios are only ever taken between variants measured in the same run.
@@ -8,16 +9,32 @@ machine hit all alike); ratios are only ever taken between variants measured in 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import math
+import os
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 
+from jaxenc.data.batching import Batcher, sentence_fields
+from jaxenc.data.featurize import Featurizer
+from jaxenc.data.records import Example, Sentence
+from jaxenc.data.vocab import Vocabulary
+from jaxenc.models.registry import structure_spec
+from jaxenc.structures.arrays import UD_RELATIONS, build_relation_vocab
+
 MIB = 2.0**20
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+# op names of the loops jax.random lowers to (dropout masks), told apart from a model's loops
+RANDOM_BITS_LOOPS = ("threefry", "jit(_uniform)/while", "random_bits")
 
 # jaxpr primitives counted as one transcendental per output element (XLA's convention).
 TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
@@ -123,21 +140,39 @@ def loss_and_grads(model):
 
     def loss(params, sentence, dropout_key):
         out = model.apply(params, sentence, train=True, rngs={"dropout": dropout_key})
-        return jnp.mean(jnp.square(out["sentence"]))
+        return jnp.mean(jnp.square(out["sentence"].astype(jnp.float32)))
 
     return jax.value_and_grad(loss)
 
 
+def train_function(model) -> Callable:
+    """`loss_and_grads(model)`, jitted: called as (variables, sentence, dropout key)."""
+    return jax.jit(loss_and_grads(model))
+
+
+def encode_function(model) -> Callable:
+    """The jitted inference (train=False) of the sentence vectors: (variables, sentence)."""
+    return jax.jit(lambda params, sentence: model.apply(params, sentence, train=False)["sentence"])
+
+
 def train_step(model, params, sentence):
-    """Compiled `loss_and_grads` step of an encoder and its arguments (params, sentence, rng)."""
+    """Compiled `train_function` of an encoder and its arguments (params, sentence, rng)."""
     arguments = (params, sentence, jax.random.key(1))
-    return jax.jit(loss_and_grads(model)).lower(*arguments).compile(), arguments
+    return train_function(model).lower(*arguments).compile(), arguments
 
 
 def encode_step(model, params, sentence):
-    """Compiled inference (train=False) of the sentence vectors, and its arguments."""
-    apply = jax.jit(lambda params, sentence: model.apply(params, sentence, train=False)["sentence"])
-    return apply.lower(params, sentence).compile(), (params, sentence)
+    """Compiled `encode_function` of an encoder, and its arguments."""
+    return encode_function(model).lower(params, sentence).compile(), (params, sentence)
+
+
+def compile_timed(function: Callable, *arguments) -> tuple[object, float]:
+    """(compiled, seconds to lower and compile) of a jitted function; the arguments may be
+    abstract (jax.ShapeDtypeStruct). Calling the jitted function later with arrays of the same
+    shapes reuses this compilation (`time_in_turns` counts any that does not)."""
+    start = time.perf_counter()
+    compiled = function.lower(*arguments).compile()
+    return compiled, time.perf_counter() - start
 
 
 def memory_mib(compiled) -> tuple[float, float]:
@@ -148,23 +183,175 @@ def memory_mib(compiled) -> tuple[float, float]:
     return stats.temp_size_in_bytes / MIB, peak / MIB
 
 
-def time_in_turns(steps: Mapping[str, tuple[Callable, tuple]],
-                  repeats: int) -> dict[str, tuple[float, float]]:
-    """name -> (median wall s, median CPU s) of each compiled step(*arguments), warmed up once,
-    the variants taking turns in every repeat."""
-    for step, arguments in steps.values():
-        jax.block_until_ready(step(*arguments))
+def flop_count(compiled) -> tuple[float, bool]:
+    """(FLOPs of one call from XLA's cost analysis, exact). XLA counts the body of a loop (a
+    while, e.g. lax.scan / lax.map) once, not once per trip: with a loop the count is a lower
+    bound and `exact` is False. The random-bit loops of dropout (threefry rounds: integer work)
+    do not count as loops here."""
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, Sequence):  # older jax: one dict per program
+        analysis = analysis[0]
+    loops = [line for line in compiled.as_text().splitlines() if " while(" in line
+             and not any(marker in line for marker in RANDOM_BITS_LOOPS)]
+    return float(analysis.get("flops", 0.0)), not loops
+
+
+@functools.cache
+def _compile_events() -> list[int]:
+    """A one-element counter of backend compilations, kept by a jax.monitoring listener."""
+    count = [0]
+
+    def listener(event: str, seconds: float, **kwargs) -> None:
+        del seconds, kwargs
+        if event == BACKEND_COMPILE_EVENT:
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    return count
+
+
+def compile_count() -> int:
+    """Backend compilations (XLA programs built, jitted or eager) since the first call."""
+    return _compile_events()[0]
+
+
+class Rotation(list):
+    """Argument tuples a timed step cycles through, one per call: new data of the same shapes
+    each repeat (a recompilation would show in `Timing.compiles`)."""
+
+
+class Timing(NamedTuple):
+    """Median wall and process-CPU seconds of a step's timed calls, how many there were, and the
+    backend compilations during them (0: nothing recompiled after the warm-up)."""
+
+    wall: float
+    cpu: float
+    calls: int
+    compiles: int
+
+
+def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeats: int, *,
+                  budget_s: float | None = None) -> dict[str, Timing]:
+    """name -> Timing of each step(*arguments), warmed up once, the variants taking turns in every
+    repeat. `arguments` is one tuple, or a Rotation of tuples used in turn. With `budget_s`, a
+    step whose warm-up call took w seconds gets max(1, min(repeats, budget_s / w - 1)) timed
+    calls, so no variant takes much longer than the budget."""
+    counter = _compile_events()
+
+    def arguments_of(name: str, call: int) -> tuple:
+        arguments = steps[name][1]
+        return arguments[call % len(arguments)] if isinstance(arguments, Rotation) else arguments
+
+    calls = {}
+    for name, (step, _) in steps.items():
+        warm_up = timed(lambda step=step, name=name: step(*arguments_of(name, 0)))[0]
+        allowed = repeats if budget_s is None else int(budget_s / max(warm_up, 1e-9)) - 1
+        calls[name] = max(1, min(repeats, allowed))
     wall = {name: [] for name in steps}
     cpu = {name: [] for name in steps}
-    for _ in range(repeats):
-        for name, (step, arguments) in steps.items():
+    compiles = dict.fromkeys(steps, 0)
+    for call in range(repeats):
+        for name, (step, _) in steps.items():
+            if call >= calls[name]:
+                continue
+            arguments = arguments_of(name, call + 1)
+            before = counter[0]
             seconds, cpu_seconds = timed(lambda step=step, arguments=arguments: step(*arguments))
+            compiles[name] += counter[0] - before
             wall[name].append(seconds)
             cpu[name].append(cpu_seconds)
-    return {name: (statistics.median(wall[name]), statistics.median(cpu[name]))
-            for name in steps}
+    return {name: Timing(statistics.median(wall[name]), statistics.median(cpu[name]),
+                         calls[name], compiles[name]) for name in steps}
+
+
+@contextlib.contextmanager
+def one_core() -> Iterator[None]:
+    """Pins the calling thread to one CPU core (host rates are per core), then restores it."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cores)
 
 
 def parse_ints(text: str) -> list[int]:
     """"16,32,64" -> [16, 32, 64]."""
     return [int(value) for value in text.split(",") if value]
+
+
+def phrase_data_bound(segments: np.ndarray, lengths: np.ndarray, bucket: int) -> float:
+    """PSAN's attention elements sum over levels and phrases of l^2, over DiSAN's dense 2 B L^2
+    (two directions), of a batch's segments int32[B, T, L]."""
+    total = sum(int((np.bincount(row[row >= 0]) ** 2).sum()) for sentence in segments
+                for row in sentence)
+    return total / (2 * len(lengths) * bucket**2)
+
+
+def random_heads(words: int, rng: np.random.Generator) -> list[int]:
+    """1-based heads (0 = root) of a random projective dependency tree over `words` words: a
+    span's head is a random word of it, each side of it splits into 1-3 dependent subtrees."""
+    heads = [0] * words
+    spans = [(0, words, 0)]  # (first, end, 1-based head of the span's own head)
+    while spans:
+        first, end, head = spans.pop()
+        top = int(rng.integers(first, end))
+        heads[top] = head
+        for side_first, side_end in ((first, top), (top + 1, end)):
+            size = side_end - side_first
+            if size <= 0:
+                continue
+            pieces = min(int(rng.integers(1, 4)), size)
+            cuts = np.sort(rng.choice(np.arange(1, size), pieces - 1, replace=False)) if (
+                pieces > 1) else np.array([], np.int64)
+            bounds = [side_first, *(side_first + cuts).tolist(), side_end]
+            spans += [(a, b, top + 1) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return heads
+
+
+def random_examples(count: int, words: int, vocab_words: int, seed: int) -> list[Example]:
+    """`count` single-sentence examples of `words` random words ("w<id>", ids < vocab_words)
+    with random projective dependency trees and UD labels (constituency trees are derived from
+    them, as for spaCy-parsed data)."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for index in range(count):
+        heads = random_heads(words, rng)
+        tokens = tuple(f"w{i}" for i in rng.integers(0, vocab_words, words))
+        labels = tuple("root" if head == 0 else str(rng.choice(UD_RELATIONS)) for head in heads)
+        sentence = Sentence(tokens=tokens, text=" ".join(tokens), heads=tuple(heads),
+                            deprels=labels)
+        examples.append(Example(sentences=(sentence,), label=0, uid=f"synthetic:{index}"))
+    return examples
+
+
+def synthetic_batches(model_cfg: Mapping, length: int, batch_size: int, num_batches: int, *,
+                      vocab_words: int = 10_000, seed: int = 0) -> tuple[list[dict], int]:
+    """(`num_batches` sentence-field dicts of full-length rows at bucket `length`, vocabulary
+    size) for the encoder of `model_cfg`: random words and trees through the real featurizer
+    (gold trees; the model's structure fields, prefix tokens and options) and batcher (its
+    packing plan, planned over these batches), as in training. Every model gets the same trees
+    for the same (length - prefix tokens, seed)."""
+    needs = structure_spec(model_cfg)
+    words = length - len(needs.prefix_tokens)
+    examples = random_examples(batch_size * num_batches, words, vocab_words, seed + length)
+    vocab = Vocabulary.build([[f"w{i}" for i in range(vocab_words)]])
+    options = dict(model_cfg)
+    if "parser" in options:
+        options["parser"] = "gold"
+    relations = None
+    if "relations" in needs.fields:
+        relations = build_relation_vocab([e.sentences[0] for e in examples], "gold",
+                                         max_distance=options.get("max_distance", 2),
+                                         keep_subtypes=options.get("keep_subtypes", False))
+    featurizer = Featurizer(kind="single", vocab=vocab,
+                            model_cfg=ml_collections.ConfigDict(options),
+                            structure_fields=needs.fields, prefix=needs.prefix_tokens,
+                            relation_vocab=relations)
+    packing = needs.packing and dataclasses.replace(needs.packing, epochs=1)
+    batcher = Batcher(featurizer.many(examples), batch_size=batch_size, buckets=(length,),
+                      shuffle=True, seed=seed, packing=packing)
+    return [sentence_fields(batch, "sentence") for batch in batcher.epoch(0)], len(vocab)

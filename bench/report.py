@@ -1,0 +1,587 @@
+"""What bench.run's measurements add up to: derived numbers (achieved FLOP/s, the ratios, the
+issue's goals with verdicts), report.md and the plots (throughput.png, memory.png).
+
+Everything here reads the results dict that bench.run writes as results.json, so a report can be
+remade from a saved run: `python -m bench.report results/bench/cpu/results.json` rewrites
+report.md, the plots and the derived fields of results.json (ratios, goals, achieved FLOP/s)
+beside it; the measurements are left as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxenc import cli
+
+STEPS = ("train", "encode")
+MET, NOT_MET, NOT_MEASURED = "met", "not met", "not measured"
+HOST_GOAL = 2000.0  # sentences/s per core
+DT_GOAL = 1.2  # Dependency-Transformer step / plain Transformer step at DT_GOAL_LENGTH
+DT_GOAL_LENGTH = 64
+DISAN_GOALS = ((64, 4.0), (256, 10.0))  # (length, dense / blocked peak memory at least)
+LINEAR_SLOPE = 1.25  # memory ~ L^slope counts as ~linear up to this slope
+
+
+NOTES = [
+    "## Notes on the method",
+    "",
+    "- Inputs: random word ids; random projective dependency trees over full-length rows (a "
+    "span's head is a random word of it, each side splits into 1-3 dependents), through the real "
+    "featurizer (gold trees: relations, levels, heads, phrase trees derived from the dependency "
+    "trees, PSAN segments / blocks) and batcher (PSAN's packing plan, exact classes, capacities "
+    "planned over the run's batches). Every row is full, so tokens/s = batch x L / time. Long "
+    "random sentences have more distinct phrase lengths than natural ones, so PSAN's packed plan "
+    "has more length classes (more arrays, longer compiles) than on real data of the same bucket.",
+    "- Train step = the encoder's forward (dropout on) and backward with a loss on the sentence "
+    "vectors, no optimiser; encode = `train=False` sentence vectors, timed for each model's "
+    "preset only. Compile time = lowering + XLA compilation of one step.",
+    "- Memory = XLA's compiled memory analysis of the train step (temp = activations and "
+    "workspace; peak adds arguments and outputs: parameters, batch, gradients), known without "
+    "running, so it is reported for variants too big to run.",
+    "- FLOPs = XLA's cost analysis. XLA counts a loop body once (DiSAN's blocked attention, PSAN's "
+    "streaming attention, the Tree-LSTM's level loop): DiSAN's and PSAN's loop variants borrow the "
+    "count of their dense variant (same math, recomputation not counted, marked *); the "
+    "Tree-LSTM's is a lower bound (marked ≥). Dropout's random-bit loops are integer work and "
+    "ignored. % peak compares with the f32 matmul rate measured in the same run.",
+    "- bfloat16: `model.dtype=bfloat16` keeps parameters in f32 and computes in bf16 where the "
+    "model supports it. XLA:CPU has no bf16 arithmetic of its own and converts around each op, so "
+    "on this machine bf16 measures conversion overhead, not an accelerator's bf16 speed or memory.",
+    "- Guards (bench.run --help): a variant is compiled only if its compile time predicted from "
+    "the shorter lengths is under --max_compile_s, run only if its compiled peak fits "
+    "--memory_fraction of the available memory and its step time predicted from the shorter "
+    "lengths is under --max_step_s; --budget_s caps the timed calls of a slow step (>= 1).",
+    "",
+]
+
+
+def axis_label(model: str, field: str, value: str) -> str:
+    """The label of a model's variant with `field=value`."""
+    return f"{model} {field}={value}"
+
+
+def _rows(results: Mapping) -> dict[tuple[str, int], dict]:
+    return {(row["variant"], row["length"]): row for row in results["rows"]}
+
+
+def _ran(row: Mapping | None, kind: str = "train") -> bool:
+    return bool(row) and bool(row.get(kind)) and "wall_s" in row[kind]
+
+
+def _compiled(row: Mapping | None, kind: str = "train") -> bool:
+    return bool(row) and bool(row.get(kind))
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def finish(results: dict) -> None:
+    """Adds achieved FLOP/s (FLOPs of loops borrowed from a loop-free twin of the same math),
+    the matmul peak used, `ratios` and `goals` to a bench.run results dict."""
+    peak = max(value for key, value in results["matmul_peak_flops"].items() if key != "peak")
+    results["matmul_peak_flops"]["peak"] = peak
+    rows = _rows(results)
+    variants = {variant["label"]: variant for variant in results["variants"]}
+    for row in results["rows"]:
+        axis = results["axes"].get(row["model"])
+        value = axis and variants[row["variant"]]["overrides"].get(axis["field"])
+        twin = value and axis["same_work"].get(value)
+        for kind in STEPS:
+            step = row.get(kind)
+            if not step:
+                continue
+            twin_row = rows.get((axis_label(row["model"], axis["field"], twin), row["length"])) \
+                if twin and twin != value else None
+            if not step["flops_exact"] and _compiled(twin_row, kind) and \
+                    twin_row[kind]["flops_exact"]:
+                step.update(flops=twin_row[kind]["flops"], flops_from=twin_row["variant"],
+                            flops_exact=True)
+            if "wall_s" in step:
+                step["flops_per_s"] = step["flops"] / step["wall_s"]
+                step["of_peak"] = step["flops_per_s"] / peak
+    results["ratios"] = ratios(results)
+    results["goals"] = goals(results)
+
+
+def _line(results: Mapping, model: str, length: int) -> str | None:
+    return results["lines"].get(model, {}).get(str(length))
+
+
+def _time(row: Mapping | None, kind: str = "train") -> float | None:
+    return row[kind]["wall_s"] if _ran(row, kind) else None
+
+
+def _peak(row: Mapping | None) -> float | None:
+    return row["train"]["peak_mib"] if _compiled(row) else None
+
+
+def _temp(row: Mapping | None) -> float | None:
+    return row["train"]["temp_mib"] if _compiled(row) else None
+
+
+def ratios(results: Mapping) -> dict[str, list[dict]]:
+    """The side-by-side comparisons, each a list of table rows."""
+    rows, lengths = _rows(results), results["settings"]["lengths"]
+    out: dict[str, list[dict]] = {key: [] for key in (
+        "implementations", "psan_vs_disan", "dt_transformer_treelstm", "vs_reference", "bf16")}
+    for model, axis in results["axes"].items():
+        for length in lengths:
+            base = rows.get((axis_label(model, axis["field"], axis["base"]), length))
+            for choice in axis["choices"]:
+                row = rows.get((axis_label(model, axis["field"], choice), length))
+                if row is None:
+                    continue
+                out["implementations"].append(dict(
+                    model=model, field=axis["field"], choice=choice, base=axis["base"],
+                    length=length, status=row["status"], peak_mib=_peak(row), temp_mib=_temp(row),
+                    train_s=_time(row), encode_s=_time(row, "encode"),
+                    memory_vs_base=_ratio(_peak(base), _peak(row)),
+                    temp_vs_base=_ratio(_temp(base), _temp(row)),
+                    train_speedup=_ratio(_time(base), _time(row))))
+    packed = axis_label("psan", "psa_impl", "packed")
+    dense = axis_label("disan", "attention_impl", "dense")
+    for length in lengths:
+        psan_row, disan_row = rows.get((packed, length)), rows.get((dense, length))
+        bound_row = rows.get((axis_label("psan", "psa_impl", "dense"), length))
+        if psan_row is None or disan_row is None:
+            continue
+        out["psan_vs_disan"].append(dict(
+            length=length, psan_status=psan_row["status"], disan_status=disan_row["status"],
+            psan_peak_mib=_peak(psan_row), disan_peak_mib=_peak(disan_row),
+            psan_temp_mib=_temp(psan_row), disan_temp_mib=_temp(disan_row),
+            peak_ratio=_ratio(_peak(psan_row), _peak(disan_row)),
+            temp_ratio=_ratio(_temp(psan_row), _temp(disan_row)),
+            data_bound=bound_row.get("data_bound") if bound_row else None,
+            train_ratio=_ratio(_time(psan_row), _time(disan_row))))
+    dt = {"DT full": axis_label("dependency_transformer", "variant", "full"),
+          "DT plain (same sizes)": axis_label("dependency_transformer", "variant", "transformer"),
+          "Transformer": "transformer" if "transformer" in results["lines"]
+          else results["references"].get("dependency_transformer"),
+          "Tree-LSTM": "tree_lstm"}
+    for length in lengths:
+        found = {name: rows.get((label, length)) for name, label in dt.items() if label}
+        reference = _time(found.get("DT plain (same sizes)"))
+        for name, row in found.items():
+            if row is not None:
+                out["dt_transformer_treelstm"].append(dict(
+                    name=name, variant=row["variant"], length=length, train_s=_time(row),
+                    encode_s=_time(row, "encode"), peak_mib=_peak(row),
+                    train_vs_dt_plain=_ratio(_time(row), reference)))
+    for model in results["lines"]:
+        for length in lengths:
+            row = rows.get((_line(results, model, length), length))
+            reference = rows.get((results["references"][model], length))
+            if row is not None and reference is not None and row is not reference:
+                out["vs_reference"].append(dict(
+                    model=model, variant=row["variant"], reference=reference["variant"],
+                    length=length, train_ratio=_ratio(_time(row), _time(reference)),
+                    peak_ratio=_ratio(_peak(row), _peak(reference))))
+            bf16 = rows.get((f"{model} bf16", length))
+            if bf16 is not None:
+                out["bf16"].append(dict(
+                    model=model, length=length, status=bf16["status"], reason=bf16["reason"],
+                    f32_train_s=_time(row), bf16_train_s=_time(bf16),
+                    train_speedup=_ratio(_time(row), _time(bf16)),
+                    memory_ratio=_ratio(_peak(bf16), _peak(row))))
+    return out
+
+
+def _slope(points: Sequence[tuple[float, float]]) -> float | None:
+    """Least-squares slope of log(y) over log(x)."""
+    points = [(math.log(x), math.log(y)) for x, y in points if x and y and y > 0]
+    if len(points) < 2:
+        return None
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+def _goal(goal: str, measured: str, verdict: str) -> dict[str, str]:
+    return dict(goal=goal, measured=measured, verdict=verdict)
+
+
+def goals(results: Mapping) -> list[dict[str, str]]:
+    """The issue's goals, each with what was measured and met / not met / not measured."""
+    rows, lengths = _rows(results), results["settings"]["lengths"]
+    out = []
+    axis = results["axes"].get("disan")
+    for choice in (c for c in (axis["choices"] if axis else ()) if c != "dense"):
+        label = axis_label("disan", "attention_impl", choice)
+        temps = [(length, _temp(rows.get((label, length)))) for length in lengths]
+        peaks = [(length, _peak(rows.get((label, length)))) for length in lengths]
+        slope, peak_slope = _slope(temps), _slope(peaks)
+        out.append(_goal(
+            f"DiSAN {choice}: memory ~linear in L", "not enough lengths" if slope is None else
+            f"temp MiB ~ L^{slope:.2f}, peak MiB ~ L^{peak_slope:.2f} over L = "
+            f"{', '.join(str(length) for length, temp in temps if temp)}",
+            NOT_MEASURED if slope is None else MET if slope <= LINEAR_SLOPE else NOT_MET))
+        for length, least in DISAN_GOALS:
+            dense = rows.get((axis_label("disan", "attention_impl", "dense"), length))
+            ratio = _ratio(_peak(dense), _peak(rows.get((label, length))))
+            out.append(_goal(
+                f"DiSAN {choice}: peak memory >= {least:g}x below dense at L={length}",
+                "length not measured" if ratio is None else
+                f"{ratio:.1f}x ({_peak(dense):,.0f} vs {_peak(rows[label, length]):,.0f} MiB; "
+                f"temp {_ratio(_temp(dense), _temp(rows[label, length])):.1f}x)",
+                NOT_MEASURED if ratio is None else MET if ratio >= least else NOT_MET))
+    psan = [row for row in results["ratios"]["psan_vs_disan"] if row["peak_ratio"] is not None]
+    out.append(_goal(
+        "PSAN packed: peak memory below DiSAN dense", "; ".join(
+            f"L={row['length']}: {row['peak_ratio']:.2f}x (temp {row['temp_ratio']:.2f}x, data "
+            f"bound {row['data_bound']:.2f})"
+            if row["data_bound"] is not None else
+            f"L={row['length']}: {row['peak_ratio']:.2f}x" for row in psan) or "not measured",
+        NOT_MEASURED if not psan else MET if all(row["peak_ratio"] < 1 for row in psan)
+        else NOT_MET))
+    full = _time(rows.get((axis_label("dependency_transformer", "variant", "full"),
+                           DT_GOAL_LENGTH)))
+    plain = _time(rows.get((axis_label("dependency_transformer", "variant", "transformer"),
+                            DT_GOAL_LENGTH)))
+    ratio = _ratio(full, plain)
+    out.append(_goal(
+        f"Dependency-Transformer train step <= {DT_GOAL:g}x the plain Transformer's (same "
+        f"sizes) at L={DT_GOAL_LENGTH}", "not measured" if ratio is None else
+        f"{ratio:.2f}x ({1e3 * full:,.0f} vs {1e3 * plain:,.0f} ms)",
+        NOT_MEASURED if ratio is None else MET if ratio <= DT_GOAL else NOT_MET))
+    rate, detail = host_rate(results.get("host", {}))
+    out.append(_goal(f"host preprocessing >= {HOST_GOAL:,.0f} sentences/s per core",
+                     detail, NOT_MEASURED if rate is None else
+                     MET if rate >= HOST_GOAL else NOT_MET))
+    timed = [row[kind]["recompiles"] for row in results["rows"] for kind in STEPS
+             if _ran(row, kind)]
+    out.append(_goal("no recompilation after warm-up (every model)",
+                     f"{sum(timed)} recompilations over {len(timed)} timed steps"
+                     if timed else "nothing timed",
+                     NOT_MEASURED if not timed else MET if sum(timed) == 0 else NOT_MET))
+    return out
+
+
+def host_rate(host: Mapping) -> tuple[float | None, str]:
+    """(sentences/s per core of the per-sentence host work with gold trees: tree -> arrays for
+    every model + packing plan + batching, 1 / the sum of the per-sentence times; a line)."""
+    if "structures" not in host:
+        return None, host.get("skipped", "not measured")
+    parts = {"tree -> arrays (all models)": host["structures"]["rates"][
+        host["structures"]["all_models"]],
+        "packing plan": host["packing"]["sentences_per_s"],
+        "input pipeline": host["input"]["examples_per_s"]}
+    rate = 1 / sum(1 / value for value in parts.values())
+    detail = f"{rate:,.0f}/s together (" + ", ".join(
+        f"{name} {value:,.0f}/s" for name, value in parts.items()) + ")"
+    parse = host.get("parse", {})
+    if "sentences_per_s" in parse:
+        with_parse = 1 / (1 / rate + 1 / parse["sentences_per_s"])
+        detail += (f"; with spaCy parsing ({parse['sentences_per_s']:,.0f}/s, once per dataset, "
+                   f"cached) {with_parse:,.0f}/s")
+    return rate, detail
+
+
+def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{value:,.{digits}f}{suffix}"
+
+
+def _table(header: Sequence[str], body: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in body]
+    return lines + [""]
+
+
+def _cell(row: Mapping | None, value: float | None, digits: int = 0) -> str:
+    """A measured value, or why there is none (its status)."""
+    if value is not None:
+        return _number(value, digits)
+    return "—" if row is None else f"({row['status']})"
+
+
+def write(results: Mapping, out: Path) -> None:
+    """report.md, throughput.png and memory.png in `out`."""
+    (out / "report.md").write_text("\n".join(markdown(results)), encoding="utf-8")
+    plot(results, out)
+
+
+def markdown(results: Mapping) -> list[str]:
+    rows, settings, host = _rows(results), results["settings"], results.get("host", {})
+    lengths, machine = settings["lengths"], results["machine"]
+    peak = results["matmul_peak_flops"]
+    text = [
+        "# jaxenc encoders side by side",
+        "",
+        f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')}, in "
+        f"{results['wall_s'] / 60:.1f} min. Batch {settings['batch']}, lengths "
+        f"{', '.join(map(str, lengths))}, {settings['repeats']} timed repeats after a warm-up "
+        f"(fewer where a step would exceed --budget_s {settings['budget_s']:g} s), "
+        f"{settings['batches']} distinct batches per length used in turn, dtype "
+        f"{settings['dtype']}{', TINY widths' if settings['tiny'] else ', paper widths'}; "
+        f"synthetic vocabulary of {settings['vocab']:,} words.",
+        "",
+        "## Machine",
+        "",
+        f"- {machine['nproc']} cores usable (`nproc`; {machine['cpu_count']} in the machine), "
+        f"{machine['cpu_model']}; {machine['memory_available_mib'] / 1024:.1f} GiB available "
+        f"at the start.",
+        f"- Load average (1, 5, 15 min) at the start {_load(machine['load_start'])}, at the end "
+        f"{_load(machine.get('load_end'))}; after each length: " + "; ".join(
+            f"L={length} {_load(load)}" for length, load in results["load_by_length"].items())
+        + ". Other jobs share these cores: only ratios within this run compare.",
+        f"- jax {machine['jax']}, jaxlib {machine['jaxlib']}, backend {machine['backend']} "
+        f"({machine['device']}), Python {machine['python']}, {machine['platform']}.",
+        f"- f32 matmul peak (2048² `jnp.dot`, best of 10) measured at the start "
+        f"{peak['start'] / 1e9:.1f} GFLOP/s and at the end {peak['end'] / 1e9:.1f} GFLOP/s; "
+        f"\"% peak\" uses the higher, {peak['peak'] / 1e9:.1f}.",
+        "",
+        "## Goals",
+        "",
+        *_table(["goal", "measured", "verdict"],
+                ([goal["goal"], goal["measured"], f"**{goal['verdict']}**"]
+                 for goal in results["goals"])),
+        "## Throughput and memory per model",
+        "",
+        "Each model's preset (f32; DiSAN: the attention_impl its preset's `auto` picks at that "
+        "length). Train = forward + backward of the encoder; encode = sentence vectors, "
+        "train=False. A cell in parentheses says why there is no number (see \"Skipped\").",
+        "",
+    ]
+    models = list(results["lines"])
+    for title, kind, field, digits in (
+            ("Train sentences/s", "train", "sentences_per_s", 1),
+            ("Encode sentences/s", "encode", "sentences_per_s", 1),
+            ("Train-step peak memory, MiB (compiled)", "train", "peak_mib", 0),
+            ("Train-step compile time, s", "train", "compile_s", 1)):
+        text += [f"**{title}**", ""]
+        body = []
+        for model in models:
+            cells = [model]
+            for length in lengths:
+                row = rows.get((_line(results, model, length), length))
+                value = row[kind].get(field) if row and row.get(kind) else None
+                cells.append(_cell(row, value, digits))
+            body.append(cells)
+        text += _table(["model", *(f"L={length}" for length in lengths)], body)
+    text += ["## Every variant", "",
+             "ms = median wall time of one call; tok/s counts real tokens (every row is full); "
+             "GFLOP = XLA's cost analysis of the compiled step (* = borrowed from the loop-free "
+             "variant of the same math, ≥ = a lower bound: a loop body counts once); % peak = "
+             "achieved FLOP/s over the matmul peak; calls = timed calls; rc = recompilations "
+             "after warm-up.", ""]
+    body = []
+    for row in results["rows"]:
+        train, encode = row.get("train") or {}, row.get("encode") or {}
+        flops = train.get("flops")
+        mark = "" if not train else "*" if train["flops_from"] != row["variant"] else \
+            "" if train["flops_exact"] else "≥"
+        compile_s = f"{_number(train.get('compile_s'), 1)} / {_number(encode.get('compile_s'), 1)}"
+        body.append([row["variant"], row["length"], row["status"], compile_s,
+                     _short(_ms(train)), _number(train.get("sentences_per_s"), 1),
+                     _number(train.get("tokens_per_s")), _short(_ms(encode)),
+                     _number(encode.get("sentences_per_s"), 1),
+                     _number(encode.get("tokens_per_s")), _short(train.get("temp_mib")),
+                     _short(train.get("peak_mib")),
+                     mark + _number(flops and flops / 1e9, 1) if flops else "—",
+                     _number(train.get("flops_per_s") and train["flops_per_s"] / 1e9, 1),
+                     _number(train.get("of_peak") and 100 * train["of_peak"], 1),
+                     f"{train.get('calls', '—')} / {encode.get('calls', '—')}",
+                     f"{train.get('recompiles', '—')} / {encode.get('recompiles', '—')}"])
+    text += _table(["variant", "L", "status", "compile s (train / enc.)", "train ms",
+                    "train sent/s", "train tok/s", "enc. ms", "enc. sent/s", "enc. tok/s",
+                    "temp MiB", "peak MiB", "train GFLOP", "GFLOP/s", "% peak", "calls",
+                    "rc"], body)
+    text += _ratio_sections(results)
+    text += _host_section(host)
+    skipped = [row for row in results["rows"] if row["status"] != "ok"]
+    text += ["## Skipped, unsupported, failed", ""]
+    text += _table(["variant", "L", "status", "why"],
+                   ([row["variant"], row["length"], row["status"], row["reason"]]
+                    for row in skipped)) if skipped else ["Nothing.", ""]
+    return text + NOTES
+
+
+def _short(value: float | None) -> str:
+    """A number with a decimal below 100 (ms, MiB), none above."""
+    return _number(value, 1 if value is not None and value < 100 else 0)
+
+
+def _ms(step: Mapping) -> float | None:
+    return 1e3 * step["wall_s"] if step and "wall_s" in step else None
+
+
+def _load(load: Sequence[float] | None) -> str:
+    return "—" if load is None else " / ".join(f"{value:.2f}" for value in load)
+
+
+def _ratio_sections(results: Mapping) -> list[str]:
+    ratios, text = results["ratios"], []
+    text += ["## Implementations side by side", "",
+             "Every choice of a model's implementation axis (data: bench.run.AXES, read from the "
+             "model's own choices) against its base choice, same batches: memory = base peak / "
+             "this peak (temp in brackets), speed-up = base time / this time.", ""]
+    text += _table(["model", "choice (vs base)", "L", "peak MiB", "memory vs base",
+                    "train ms", "train speed-up"],
+                   ([row["model"], f"{row['field']}={row['choice']}" + (
+                       " (base)" if row["choice"] == row["base"] else f" (vs {row['base']})"),
+                     row["length"], _cell(row, row["peak_mib"]),
+                     f"{_number(row['memory_vs_base'], 2)}x ({_number(row['temp_vs_base'], 2)}x)",
+                     _cell(row, row["train_s"] and 1e3 * row["train_s"]),
+                     _number(row["train_speedup"], 2)]
+                    for row in ratios["implementations"]))
+    text += ["## PSAN packed vs DiSAN dense", "",
+             "Peak (and temp) memory of the train step, PSAN (d 300, packed phrase attention) "
+             "over DiSAN's dense token2token attention (d_h 300 per direction), beside the data "
+             "bound of these batches: sum over levels and phrases of l² / 2 L² (PSAN's attention "
+             "elements over DiSAN's two directions; same feature width).", ""]
+    text += _table(["L", "PSAN packed peak MiB", "DiSAN dense peak MiB", "peak ratio",
+                    "temp ratio", "data bound", "train time ratio"],
+                   ([row["length"], _cell({"status": row["psan_status"]}, row["psan_peak_mib"]),
+                     _cell({"status": row["disan_status"]}, row["disan_peak_mib"]),
+                     _number(row["peak_ratio"], 3),
+                     _number(row["temp_ratio"], 3), _number(row["data_bound"], 3),
+                     _number(row["train_ratio"], 2)] for row in ratios["psan_vs_disan"]))
+    text += ["## Dependency-Transformer vs Transformer vs Tree-LSTM", "",
+             "Train step time relative to the Dependency-Transformer without relations and "
+             "levels (its plain-Transformer ablation: same 3 layers, sizes and [root] token).", ""]
+    text += _table(["model", "variant", "L", "train ms", "encode ms", "peak MiB",
+                    "train vs DT plain"],
+                   ([row["name"], row["variant"], row["length"],
+                     _number(row["train_s"] and 1e3 * row["train_s"]),
+                     _number(row["encode_s"] and 1e3 * row["encode_s"]),
+                     _number(row["peak_mib"]), _number(row["train_vs_dt_plain"], 2)]
+                    for row in ratios["dt_transformer_treelstm"]))
+    text += ["## Each model vs the plain Transformer of its width", "",
+             "The Transformer preset (2 layers, FFN 2x) at the model's width (model_dim, DiSAN's "
+             "d_h, Tree-LSTM's memory, else embed_dim) and embedding size; ratio = model / "
+             "reference (> 1: the model is slower / bigger).", ""]
+    text += _table(["model", "reference", "L", "train time", "peak memory"],
+                   ([row["model"], row["reference"], row["length"],
+                     _number(row["train_ratio"], 2), _number(row["peak_ratio"], 2)]
+                    for row in ratios["vs_reference"]))
+    text += ["## bfloat16 vs float32", "",
+             "model.dtype=bfloat16 (parameters f32, compute bf16) against the same preset in f32; "
+             "speed-up = f32 time / bf16 time, memory = bf16 peak / f32 peak.", ""]
+    bf16 = ratios["bf16"]
+    text += _table(["model", "L", "status", "train speed-up", "memory", "note"],
+                   ([row["model"], row["length"], row["status"],
+                     _number(row["train_speedup"], 2), _number(row["memory_ratio"], 2),
+                     row["reason"] or ""]
+                    for row in bf16)) if bf16 else ["Not measured (--dtype float32).", ""]
+    return text
+
+
+def _host_section(host: Mapping) -> list[str]:
+    text = ["## Host side (one pinned core)", ""]
+    if "structures" not in host:
+        return text + [f"Not measured: {host.get('skipped', 'no host results')}.", ""]
+    structures = host["structures"]
+    text += [f"Tree -> arrays (`bench.bench_structures`; {structures['trees']}):", ""]
+    text += _table(["step", "sentences/s"],
+                   ([name, _number(rate)] for name, rate in structures["rates"].items()))
+    parse = host["parse"]
+    text += ["Parsing (`bench.bench_parse`, SST-5 training sentences, given tokens): " + (
+        f"{parse['parser']}: {parse['sentences']} sentences (mean {parse['mean_tokens']:.1f} "
+        f"tokens) at {parse['sentences_per_s']:,.0f} sentences/s, {parse['tokens_per_s']:,.0f} "
+        "tokens/s; gold trees: the bracket-string parse above."
+        if "sentences_per_s" in parse else f"spaCy not measured: {parse['skipped']}."), ""]
+    packing = host["packing"]
+    text += [f"PSAN packing plan (`bench.bench_packing`, SST training trees, batch "
+             f"{packing['batch_size']}, buckets of 8 up to {packing['max_length']}, exact "
+             f"classes, planned capacities): {packing['sentences_per_s']:,.0f} sentences/s; "
+             f"packed attention elements {packing['packed']:.3f} of DiSAN dense (data bound "
+             f"{packing['bound']:.3f}).", ""]
+    data = host["input"]
+    text += [f"Input pipeline (`bench.bench_input`, {data['source']}, batch "
+             f"{data['batch_size']}, buckets every 8, one thread): "
+             f"{data['examples_per_s']:,.0f} examples/s. Padding waste (padded / real tokens "
+             "- 1):", ""]
+    text += _table(["buckets", "count", "waste", "with filler rows", "batches/epoch"],
+                   ([name, row["buckets"], _number(row["waste"], 3),
+                     _number(row["waste_with_filler"], 3), row["batches"]]
+                    for name, row in data["waste"].items()))
+    rate, detail = host_rate(host)
+    return text + [f"Per-sentence host work with gold trees: {detail}.", ""]
+
+
+def plot(results: Mapping, out: Path) -> None:
+    """throughput.png (train and encode sentences/s) and memory.png (train-step peak MiB) vs
+    length, one line per model; dashed: the other implementations of a model."""
+    import matplotlib  # only the plots need it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, lengths = _rows(results), results["settings"]["lengths"]
+    colors = {model: f"C{index % 10}" for index, model in enumerate(results["lines"])}
+
+    def series(label_of, kind: str, field: str):
+        points = [(length, rows.get((label_of(length), length))) for length in lengths]
+        return ([length for length, row in points if row and row.get(kind)
+                 and field in row[kind]],
+                [row[kind][field] for _, row in points if row and row.get(kind)
+                 and field in row[kind]])
+
+    figure, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for axis, kind in zip(axes, STEPS, strict=True):
+        for model in results["lines"]:
+            x, y = series(lambda length, m=model: _line(results, m, length), kind,
+                          "sentences_per_s")
+            if x:
+                axis.plot(x, y, "o-", color=colors[model], label=model)
+        _decorate(axis, f"{kind} throughput, batch {results['settings']['batch']}",
+                  "sentences / s", lengths)
+    axes[0].legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(out / "throughput.png", dpi=110)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(8, 5.5))
+    for model in results["lines"]:
+        x, y = series(lambda length, m=model: _line(results, m, length), "train", "peak_mib")
+        if x:
+            axis.plot(x, y, "o-", color=colors[model], label=model)
+        spec = results["axes"].get(model)
+        for choice in spec["choices"] if spec else ():
+            label = axis_label(model, spec["field"], choice)
+            if label in {_line(results, model, length) for length in lengths}:
+                continue
+            x, y = series(lambda length, lab=label: lab, "train", "peak_mib")
+            if x:
+                axis.plot(x, y, "o--", color=colors[model], alpha=0.6,
+                          label=f"{model} {spec['field']}={choice}")
+    _decorate(axis, "train-step peak memory (compiled)", "MiB", lengths)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(out / "memory.png", dpi=110)
+    plt.close(figure)
+
+
+def _decorate(axis, title: str, ylabel: str, lengths: Sequence[int]) -> None:
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xticks(lengths, [str(length) for length in lengths])
+    axis.set_xlabel("sentence length (tokens)")
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    axis.grid(True, which="both", alpha=0.3)
+
+
+@cli.reports_errors
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a results.json written by bench.run")
+    args = parser.parse_args(argv)
+    results = json.loads(args.results.read_text())
+    finish(results)
+    args.results.write_text(json.dumps(results, indent=1))
+    write(results, args.results.parent)
+
+
+if __name__ == "__main__":
+    main()
