@@ -52,7 +52,7 @@ def _broken_run(tmp_path: Path) -> Path:
     (["-m", "jaxenc.structures.stats", "--trees", "{tmp}/missing.txt"],
      "missing.txt: file not found"),
     (["-m", "train.compare", "{run}"], "metrics.jsonl:2: not a JSON record"),
-    (["bench/bench_structures.py", "--data-dir", "{tmp}/nowhere"],
+    (["-m", "bench.bench_structures", "--data-dir", "{tmp}/nowhere"],
      "nowhere: data folder does not exist"),
     (["-m", "bench.bench_parse", "--data_dir", "{tmp}"], "stsa.fine.train: file not found"),
 ])

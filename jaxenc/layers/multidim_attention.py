@@ -246,13 +246,16 @@ def _directional_kernel(score_fn: Callable[[jax.Array], jax.Array],
             z, valid, slot_values, one_hot, _ = step_scores(plan_row, q_blocks, k_blocks,
                                                             v_blocks, length)
             # e^-inf = 0 masks inside the exponential's loop (a select after it is another pass)
-            weights = jnp.exp(jnp.where(valid, score_fn(z), -jnp.inf))
+            # mixed precision: scores in the input dtype, exponentials and sums in float32
+            weights = jnp.exp(jnp.where(valid, at_least_float32(score_fn(z)), -jnp.inf))
+            one_hot = one_hot.astype(weights.dtype)
             total = _per_owner(one_hot, _block_sum(weights, axis=1))
-            weighted = _per_owner(one_hot, _block_sum(weights * slot_values[:, :, None], axis=1))
+            weighted = _per_owner(one_hot, _block_sum(
+                weights * at_least_float32(slot_values)[:, :, None], axis=1))
             return carry, (weighted / jnp.where(total > 0, total, 1.0), total)
 
         _, (out, total) = jax.lax.scan(step, None, schedule)  # [steps, 2, size, d] each
-        blocks_out = out.reshape(-1, *out.shape[2:])[order]
+        blocks_out = out.reshape(-1, *out.shape[2:])[order].astype(v_blocks.dtype)
         return blocks_out, (out, total)
 
     @jax.custom_vjp
@@ -274,6 +277,8 @@ def _directional_kernel(score_fn: Callable[[jax.Array], jax.Array],
             z, valid, slot_values, one_hot, which = step_scores(plan_row, q_blocks, k_blocks,
                                                                 v_blocks, length)
             score, slope = jax.jvp(score_fn, (z,), (jnp.ones_like(z),))
+            score, slope, slot_values = map(at_least_float32, (score, slope, slot_values))
+            one_hot = one_hot.astype(score.dtype)
             weights = jnp.exp(jnp.where(valid, score, -jnp.inf))
             # d out_j / d f_ji = e^f_ji (v_i - out_j) / total_j, per feature
             scale = step_grad / jnp.where(step_total > 0, step_total, 1.0)  # [2, size, d]
@@ -287,12 +292,13 @@ def _directional_kernel(score_fn: Callable[[jax.Array], jax.Array],
             grad_values = grad_values.at[slot_keys].add(_block_sum(scaled, axis=2))
             return (grad_keys, grad_values), grad_queries
 
-        zeros = jnp.zeros_like(k_blocks)
+        zeros = at_least_float32(jnp.zeros_like(k_blocks))
         (grad_keys, grad_values), grad_queries = jax.lax.scan(
-            step, (zeros, zeros), (schedule, out, total, grad))
+            step, (zeros, zeros), (schedule, out, total, at_least_float32(grad)))
         grad_queries = grad_queries.reshape(-1, *grad_queries.shape[2:])[order]
         grad_queries = jnp.concatenate([grad_queries, jnp.zeros_like(grad_queries[:1])])
-        return grad_queries, grad_keys, grad_values, None
+        return (grad_queries.astype(q_blocks.dtype), grad_keys.astype(k_blocks.dtype),
+                grad_values.astype(v_blocks.dtype), None)
 
     attend.defvjp(attend_forward, attend_backward)
     return attend
