@@ -8,11 +8,12 @@
 # Adam 3e-4 with Vaswani's sqrt(d) embedding scale, because at 1e-3 without warm-up its sentence
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
-# Usage: results/encoders/run.sh TIER [PARALLEL]   (runs go to $RUNS, default /work/runs;
-# a run whose results.md exists is skipped, an unfinished one resumes)
+# Usage: [SEEDS="0 1 2"] [MODELS="..."] results/encoders/run.sh TIER [PARALLEL]   (runs go to
+# $RUNS, default /work/runs; a run whose results.md exists is skipped, an unfinished one resumes)
 set -euo pipefail
 tier=${1:-1}; parallel=${2:-2}
 RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
+SEEDS=${SEEDS:-0 1 2}
 D=${JAXENC_DATA_DIR:?set JAXENC_DATA_DIR to shared/data}/glove_subsets
 G="--config.data.embeddings=$D/glove.6B.50d.first2446.txt,$D/glove.6B.50d.subset5403.txt --config.model.embed_dim=50 --config.train.progress_bar=False --config.train.log_every=20 --config.data.batch_size=64 --config.train.patience=0"
 ADAM="--config.optim.name=adam --config.optim.learning_rate=1e-3 --config.optim.weight_decay=0.0 --config.optim.clip_norm=5.0"
@@ -39,11 +40,11 @@ add() {  # add MODEL_KEY TASK_KEY SEED [extra overrides]
   commands+=("[ -f $dir/results.md ] || python -m train.main --config=train/configs/base.py:${model[0]},${task[0]} --workdir=$dir $G $ADAM ${task[*]:1} ${model[*]:1} --config.train.seed=$s $* > $dir.log 2>&1")
 }
 case $tier in
-  1) for s in 0 1 2; do for m in transformer dt dt_plain tree_lstm psan phrase_transformer; do
+  1) for s in $SEEDS; do for m in ${MODELS:-transformer dt dt_plain tree_lstm psan phrase_transformer}; do
        for t in trec sick_r; do add $m $t $s; done; done; done ;;
-  2) for s in 0 1 2; do for m in transformer dt tree_lstm psan phrase_transformer; do
+  2) for s in $SEEDS; do for m in ${MODELS:-transformer dt tree_lstm psan phrase_transformer}; do
        add $m sick_e $s; done; done ;;
-  3) for s in 0 1 2; do for m in transformer dt psan phrase_transformer; do
+  3) for s in $SEEDS; do for m in ${MODELS:-transformer dt psan phrase_transformer}; do
        add $m sst5 $s; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
     corpus=$RUNS/aae_corpus.txt
