@@ -8,7 +8,7 @@
 # Adam 3e-4 with Vaswani's sqrt(d) embedding scale, because at 1e-3 without warm-up its sentence
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
-# Usage: [SEEDS="0 1 2"] [MODELS="..."] results/encoders/run.sh TIER [PARALLEL]   (runs go to
+# Usage: [SEEDS="0 1 2"] [MODELS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]   (runs go to
 # $RUNS, default /work/runs; a run whose results.md exists is skipped, an unfinished one resumes)
 set -euo pipefail
 tier=${1:-1}; parallel=${2:-2}
@@ -49,7 +49,7 @@ case $tier in
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
     corpus=$RUNS/aae_corpus.txt
     [ -f $corpus ] || python -m jaxenc.data.corpus --data_dir $JAXENC_DATA_DIR --out $corpus
-    for pooling in meanmax mean max; do
+    for pooling in ${POOLINGS:-meanmax mean max}; do
       dir=$RUNS/meanmax_aae_small_$pooling
       commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1")
     done ;;
