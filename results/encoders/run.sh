@@ -8,6 +8,7 @@
 # Adam 3e-4 with Vaswani's sqrt(d) embedding scale, because at 1e-3 without warm-up its sentence
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
+# Table: python results/encoders/table.py.
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]   (runs go to
 # $RUNS, default /work/runs; a run whose results.md exists is skipped, an unfinished one resumes)
 set -euo pipefail

@@ -1,0 +1,56 @@
+"""The README's table of every encoder from the finished runs of results/encoders/run.sh: per
+model, TREC accuracy and SICK-R Pearson / MSE on test at the best-dev checkpoint, mean ± std over
+the seeds present (`jaxenc.training.compare`), plus the dev numbers and seeds per cell.
+
+Usage: python results/encoders/table.py [RUNS]   (default /work/runs)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+from jaxenc.training import compare
+
+MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
+          "dt": "Dependency-Transformer (spaCy trees)",
+          "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)",
+          "transformer": "Transformer",
+          "psan": "PSAN (spaCy-derived phrases)",
+          "phrase_transformer": "PhraseTransformer (2-grams)"}
+CELLS = (("trec", "accuracy", 100, "{:.2f}"), ("sick_r", "pearson", 1, "{:.3f}"),
+         ("sick_r", "mse", 1, "{:.3f}"))
+
+
+def cell(runs: list[dict], split: str, metric: str, scale: float, form: str) -> str:
+    """'m ± s' over the runs (sample std), the value alone for one run, '—' for none."""
+    values = [run[split][metric] * scale for run in runs]
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return form.format(values[0])
+    return f"{form.format(statistics.mean(values))} ± {form.format(statistics.stdev(values))}"
+
+
+def main(root: str = "/work/runs") -> str:
+    lines = ["| model | TREC acc | SICK-R Pearson | SICK-R MSE | seeds (TREC / SICK-R) |",
+             "|---|---|---|---|---|"]
+    for key, name in MODELS.items():
+        runs = {task: [compare.read_run(path.parent) for path in
+                       sorted(Path(root).glob(f"{key}_{task}_s*/results.md"))]
+                for task in ("trec", "sick_r")}
+        if not any(runs.values()):
+            continue
+        cells = [cell(runs[task], "test", metric, scale, form)
+                 for task, metric, scale, form in CELLS]
+        seeds = " / ".join(",".join(str(run["seed"]) for run in runs[task]) or "—"
+                           for task in ("trec", "sick_r"))
+        lines.append(f"| {name} | {' | '.join(cells)} | {seeds} |")
+    table = "\n".join(lines)
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
