@@ -3,6 +3,7 @@ model, TREC accuracy and SICK-R Pearson / MSE on test at the best-dev checkpoint
 the seeds present (`jaxenc.training.compare`), plus the dev numbers and seeds per cell.
 
 Usage: python results/encoders/table.py [RUNS]   (default /work/runs)
+       python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
 """
 
 from __future__ import annotations
@@ -52,5 +53,27 @@ def main(root: str = "/work/runs") -> str:
     return table
 
 
+def run_rows(root: str = "/work/runs") -> str:
+    """Per task, the results.md table row of every finished run, its folder name first."""
+    out = []
+    for task in ("trec", "sick_r"):
+        paths = sorted(Path(root).glob(f"*_{task}_s*/results.md"))
+        rows = [[line for line in path.read_text().splitlines() if line.startswith("|")]
+                for path in paths]
+        if not rows:
+            continue
+        out += [f"### {task}", "", "| run " + rows[0][0], "|---" + rows[0][1]]
+        out += [f"| {path.parent.name} " + table[2] for path, table in zip(paths, rows,
+                                                                             strict=True)]
+        out.append("")
+    text = "\n".join(out)
+    print(text)
+    return text
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--runs"]:
+        run_rows(*arguments[1:])
+    else:
+        main(*arguments)
