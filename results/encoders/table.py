@@ -1,6 +1,6 @@
 """The README's table of every encoder from the finished runs of results/encoders/run.sh: per
-model, TREC accuracy and SICK-R Pearson / MSE on test at the best-dev checkpoint, mean ± std over
-the seeds present (`jaxenc.training.compare`), plus the dev numbers and seeds per cell.
+model, TREC accuracy, SICK-R Pearson / MSE and SICK-E accuracy on test at the best-dev
+checkpoint, mean ± std over the seeds present (`jaxenc.training.compare`), and the seeds.
 
 Usage: python results/encoders/table.py [RUNS]   (default /work/runs)
        python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
@@ -20,8 +20,9 @@ MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
           "transformer": "Transformer",
           "psan": "PSAN (spaCy-derived phrases)",
           "phrase_transformer": "PhraseTransformer (2-grams)"}
+TASKS = ("trec", "sick_r", "sick_e")
 CELLS = (("trec", "accuracy", 100, "{:.2f}"), ("sick_r", "pearson", 1, "{:.3f}"),
-         ("sick_r", "mse", 1, "{:.3f}"))
+         ("sick_r", "mse", 1, "{:.3f}"), ("sick_e", "accuracy", 100, "{:.2f}"))
 
 
 def cell(runs: list[dict], split: str, metric: str, scale: float, form: str) -> str:
@@ -35,18 +36,18 @@ def cell(runs: list[dict], split: str, metric: str, scale: float, form: str) -> 
 
 
 def main(root: str = "/work/runs") -> str:
-    lines = ["| model | TREC acc | SICK-R Pearson | SICK-R MSE | seeds (TREC / SICK-R) |",
-             "|---|---|---|---|---|"]
+    lines = ["| model | TREC acc | SICK-R Pearson | SICK-R MSE | SICK-E acc "
+             "| seeds (TREC / SICK-R / SICK-E) |", "|---|---|---|---|---|---|"]
     for key, name in MODELS.items():
         runs = {task: [compare.read_run(path.parent) for path in
                        sorted(Path(root).glob(f"{key}_{task}_s*/results.md"))]
-                for task in ("trec", "sick_r")}
+                for task in TASKS}
         if not any(runs.values()):
             continue
         cells = [cell(runs[task], "test", metric, scale, form)
                  for task, metric, scale, form in CELLS]
         seeds = " / ".join(",".join(str(run["seed"]) for run in runs[task]) or "—"
-                           for task in ("trec", "sick_r"))
+                           for task in TASKS)
         lines.append(f"| {name} | {' | '.join(cells)} | {seeds} |")
     table = "\n".join(lines)
     print(table)
@@ -56,7 +57,7 @@ def main(root: str = "/work/runs") -> str:
 def run_rows(root: str = "/work/runs") -> str:
     """Per task, the results.md table row of every finished run, its folder name first."""
     out = []
-    for task in ("trec", "sick_r"):
+    for task in TASKS:
         paths = sorted(Path(root).glob(f"*_{task}_s*/results.md"))
         rows = [[line for line in path.read_text().splitlines() if line.startswith("|")]
                 for path in paths]
