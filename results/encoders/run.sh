@@ -9,8 +9,9 @@
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
 # Table: python results/encoders/table.py.
-# Usage: [SEEDS="0 1 2"] [MODELS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]   (runs go to
-# $RUNS, default /work/runs; a run whose results.md exists is skipped, an unfinished one resumes)
+# Usage: [SEEDS="0 1 2"] [MODELS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
+# TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM), aae.
+# Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes.
 set -euo pipefail
 tier=${1:-1}; parallel=${2:-2}
 RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
@@ -23,6 +24,8 @@ declare -A TASK=(
   [trec]="trec --config.train.epochs=10"
   [sick_r]="sick_r --config.train.epochs=10"
   [sick_e]="sick_e --config.train.epochs=15"
+  [sst2]="sst2 --config.train.epochs=10"
+  [mrpc]="mrpc --config.train.epochs=10"
   [sst5]="sst5_phrases --config.data.phrase_repeats=3 --config.task.head.activation=relu --config.train.num_steps=8000 --config.train.eval_every=1000"
 )
 declare -A MODEL=(
@@ -47,6 +50,9 @@ case $tier in
        add $m sick_e $s; done; done ;;
   3) for s in $SEEDS; do for m in ${MODELS:-transformer dt psan phrase_transformer}; do
        add $m sst5 $s; done; done ;;
+  dt)  # issue 15's rows: DT_full vs the plain Transformer vs Tree-LSTM on SICK-E, SST-2 and MRPC
+    for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt transformer tree_lstm}; do
+       add $m $t $s; done; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
     corpus=$RUNS/aae_corpus.txt
     [ -f $corpus ] || python -m jaxenc.data.corpus --data_dir $JAXENC_DATA_DIR --out $corpus
