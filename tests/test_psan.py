@@ -36,8 +36,16 @@ def dense(p, x, bias=True):
     return x @ np.asarray(p["kernel"], np.float64) + (np.asarray(p["bias"]) if bias else 0)
 
 
+def layer_norm(p, x, eps=1e-6):
+    """Every row of x [n, d] to zero mean and unit variance over its features, then scaled."""
+    mean = x.mean(-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + eps) * p["scale"] + p["bias"]
+
+
 def reference(params, tokens, segments, order=(3, 2, 1)):
-    """eq. 1-5 for one sentence with explicit loops: tokens int[n], segments int[T, n]."""
+    """eq. 1-5 for one sentence with explicit loops: tokens int[n], segments int[T, n]; with
+    a "memory_norm" in `params`, every updated memory is layer-normalised (the flag)."""
     p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
     memory = p["embed"]["embedding"][tokens]
     n, d = memory.shape
@@ -62,6 +70,8 @@ def reference(params, tokens, segments, order=(3, 2, 1)):
         both = np.concatenate([memory, c], -1)  # eq. 4
         gate = sigmoid(dense(p["memory_update"]["gate"], both))
         memory = gate * elu(dense(p["memory_update"]["candidate"], both))
+        if "memory_norm" in p:
+            memory = layer_norm(p["memory_norm"], memory)
     s2t = p["summarize"]
     scores = dense(s2t["score"], elu(dense(s2t["hidden"], memory)))  # eq. 5
     weights = np.exp(scores - scores.max(0))
@@ -131,6 +141,24 @@ def test_psa_implementations_equal_the_loop_reference(setup, impl):
     assert np.all(np.isfinite(np.asarray(out["tokens"])))
 
 
+def test_memory_norm_layer_equals_the_loop_reference(setup):
+    features, params = setup
+    rng = np.random.default_rng(2)
+    params = {**params, "memory_norm": {"scale": 1 + 0.3 * rng.normal(size=EMBED),
+                                        "bias": 0.3 * rng.normal(size=EMBED)}}
+    params = jax.tree.map(lambda a: np.asarray(a, np.float32), params)
+    for impl in ("dense", "packed"):
+        out = model(impl, memory_norm="layer").apply({"params": params}, batch_for(features, impl),
+                                                     train=False)
+        for row, feature in enumerate(features):
+            tokens = feature["sentence/tokens"]
+            memory, vector = reference(params, tokens, feature["sentence/segments"])
+            np.testing.assert_allclose(out["tokens"][row, :len(tokens)], memory, rtol=1e-4,
+                                       atol=1e-5)
+            np.testing.assert_allclose(out["sentence"][row], vector, rtol=1e-4, atol=1e-5)
+        assert np.all(np.asarray(out["tokens"])[len(features):] == 0)  # padding stays zero
+
+
 @pytest.mark.parametrize("impl", ["packed", "streaming"])
 def test_gradients_equal_the_dense_ones(setup, impl):
     features, params = setup
@@ -174,10 +202,16 @@ def test_ablation_flags(setup):
     assert "combine" in concat and "memory_update" not in concat
     _, highway_out = run(memory="highway")
     _, reversed_out = run(level_order="coarse_to_fine")
-    for other in (highway_out, reversed_out):
+    normed, normed_out = run(memory_norm="layer")
+    assert set(normed) == set(full) | {"memory_norm"}
+    concat_normed, _ = run(memory="concat", memory_norm="layer")
+    assert set(concat_normed) == set(concat) | {"memory_norm"}
+    for other in (highway_out, reversed_out, normed_out):
         assert not np.allclose(other, full_out)
     with pytest.raises(ConfigError, match="single_level"):
         encoder_config(base.model_config("psan", single_level=4))
+    with pytest.raises(ConfigError, match="memory_norm"):
+        encoder_config(base.model_config("psan", memory_norm="batch"))
 
 
 def test_equal_and_sentence_divisions_keep_the_phrase_counts(data_root):

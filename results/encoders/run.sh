@@ -9,7 +9,7 @@
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
 # Table: python results/encoders/table.py.
-# Usage: [SEEDS="0 1 2"] [MODELS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
+# Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
 # TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM), aae.
 # Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes.
 set -euo pipefail
@@ -34,6 +34,7 @@ declare -A MODEL=(
   [dt_plain]="dependency_transformer $TF --config.model.variant=transformer"
   [tree_lstm]="tree_lstm"
   [psan]="psan --config.model.keep_prob=1.0"
+  [psan_norm]="psan --config.model.keep_prob=1.0 --config.model.memory_norm=layer"
   [phrase_transformer]="phrase_transformer $TF"
 )
 commands=()
@@ -45,7 +46,7 @@ add() {  # add MODEL_KEY TASK_KEY SEED [extra overrides]
 }
 case $tier in
   1) for s in $SEEDS; do for m in ${MODELS:-transformer dt dt_plain tree_lstm psan phrase_transformer}; do
-       for t in trec sick_r; do add $m $t $s; done; done; done ;;
+       for t in ${TASKS:-trec sick_r}; do add $m $t $s; done; done; done ;;
   2) for s in $SEEDS; do for m in ${MODELS:-transformer dt tree_lstm psan phrase_transformer}; do
        add $m sick_e $s; done; done ;;
   3) for s in $SEEDS; do for m in ${MODELS:-transformer dt psan phrase_transformer}; do
