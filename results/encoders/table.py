@@ -1,13 +1,18 @@
 """The README's table of every encoder from the finished runs of results/encoders/run.sh: per
 model, TREC accuracy, SICK-R Pearson / MSE and SICK-E accuracy on test at the best-dev
-checkpoint, mean ± std over the seeds present (`jaxenc.training.compare`), and the seeds.
+checkpoint, mean ± std over the seeds present (`jaxenc.training.compare`), and the seeds;
+with --seeds, every seed's value before the mean ("a / b / c = m ± s").
 
-Usage: python results/encoders/table.py [RUNS]   (default /work/runs)
+Usage: python results/encoders/table.py [--tasks trec,sick_r,sick_e] [--models KEY,...]
+                                        [--seeds] [RUNS]   (default /work/runs)
        python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
+e.g. the Dependency-Transformer's table: --tasks sick_r,sick_e,sst2,mrpc
+--models dt,transformer,tree_lstm --seeds
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -19,36 +24,52 @@ MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
           "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)",
           "transformer": "Transformer",
           "psan": "PSAN (spaCy-derived phrases)",
+          "psan_norm": "PSAN `memory_norm=layer` (spaCy-derived phrases)",
           "phrase_transformer": "PhraseTransformer (2-grams)"}
-TASKS = ("trec", "sick_r", "sick_e")
-CELLS = (("trec", "accuracy", 100, "{:.2f}"), ("sick_r", "pearson", 1, "{:.3f}"),
-         ("sick_r", "mse", 1, "{:.3f}"), ("sick_e", "accuracy", 100, "{:.2f}"))
+TASKS = ("trec", "sick_r", "sick_e")  # the README's table
+TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
+              "mrpc": "MRPC", "sst5": "SST-5"}
+CELLS = {  # task -> (metric, its column name, scale, format) of each column
+    "trec": (("accuracy", "acc", 100, "{:.2f}"),),
+    "sick_r": (("pearson", "Pearson", 1, "{:.3f}"), ("mse", "MSE", 1, "{:.3f}")),
+    "sick_e": (("accuracy", "acc", 100, "{:.2f}"),),
+    "sst2": (("accuracy", "acc", 100, "{:.2f}"),),
+    "mrpc": (("accuracy", "acc", 100, "{:.2f}"), ("f1", "F1", 100, "{:.2f}")),
+    "sst5": (("accuracy", "acc", 100, "{:.2f}"),),
+}
 
 
-def cell(runs: list[dict], split: str, metric: str, scale: float, form: str) -> str:
-    """'m ± s' over the runs (sample std), the value alone for one run, '—' for none."""
+def cell(runs: list[dict], split: str, metric: str, scale: float, form: str,
+         per_seed: bool = False) -> str:
+    """'m ± s' over the runs (sample std), the value alone for one run, '—' for none; with
+    `per_seed`, 'a / b / c = m ± s'."""
     values = [run[split][metric] * scale for run in runs]
     if not values:
         return "—"
     if len(values) == 1:
         return form.format(values[0])
-    return f"{form.format(statistics.mean(values))} ± {form.format(statistics.stdev(values))}"
+    summary = f"{form.format(statistics.mean(values))} ± {form.format(statistics.stdev(values))}"
+    return " / ".join(form.format(v) for v in values) + " = " + summary if per_seed else summary
 
 
-def main(root: str = "/work/runs") -> str:
-    lines = ["| model | TREC acc | SICK-R Pearson | SICK-R MSE | SICK-E acc "
-             "| seeds (TREC / SICK-R / SICK-E) |", "|---|---|---|---|---|---|"]
-    for key, name in MODELS.items():
+def main(root: str = "/work/runs", tasks: tuple[str, ...] = TASKS,
+         models: tuple[str, ...] = tuple(MODELS), per_seed: bool = False) -> str:
+    columns = [(task, *column) for task in tasks for column in CELLS[task]]
+    names = " / ".join(TASK_NAMES[task] for task in tasks)
+    lines = ["| model | " + " | ".join(f"{TASK_NAMES[task]} {title}" for task, _, title, _, _
+                                       in columns) + f" | seeds ({names}) |",
+             "|---" * (len(columns) + 2) + "|"]
+    for key in models:
         runs = {task: [compare.read_run(path.parent) for path in
                        sorted(Path(root).glob(f"{key}_{task}_s*/results.md"))]
-                for task in TASKS}
+                for task in tasks}
         if not any(runs.values()):
             continue
-        cells = [cell(runs[task], "test", metric, scale, form)
-                 for task, metric, scale, form in CELLS]
+        cells = [cell(runs[task], "test", metric, scale, form, per_seed)
+                 for task, metric, _, scale, form in columns]
         seeds = " / ".join(",".join(str(run["seed"]) for run in runs[task]) or "—"
-                           for task in TASKS)
-        lines.append(f"| {name} | {' | '.join(cells)} | {seeds} |")
+                           for task in tasks)
+        lines.append(f"| {MODELS[key]} | {' | '.join(cells)} | {seeds} |")
     table = "\n".join(lines)
     print(table)
     return table
@@ -57,7 +78,7 @@ def main(root: str = "/work/runs") -> str:
 def run_rows(root: str = "/work/runs") -> str:
     """Per task, the results.md table row of every finished run, its folder name first."""
     out = []
-    for task in TASKS:
+    for task in CELLS:
         paths = sorted(Path(root).glob(f"*_{task}_s*/results.md"))
         rows = [[line for line in path.read_text().splitlines() if line.startswith("|")]
                 for path in paths]
@@ -73,8 +94,13 @@ def run_rows(root: str = "/work/runs") -> str:
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    if arguments[:1] == ["--runs"]:
-        run_rows(*arguments[1:])
+    if sys.argv[1:2] == ["--runs"]:
+        run_rows(*sys.argv[2:])
     else:
-        main(*arguments)
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("root", nargs="?", default="/work/runs", help="the runs folder")
+        parser.add_argument("--tasks", default=",".join(TASKS), help=", ".join(CELLS))
+        parser.add_argument("--models", default=",".join(MODELS), help=", ".join(MODELS))
+        parser.add_argument("--seeds", action="store_true", help="every seed's value too")
+        args = parser.parse_args()
+        main(args.root, tuple(args.tasks.split(",")), tuple(args.models.split(",")), args.seeds)
