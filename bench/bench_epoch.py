@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import jax
 from bench.common import time_in_turns
 from jaxenc import cli
 from jaxenc.training import loop
+from jaxenc.training.measure import roles
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
 from train.configs import base
@@ -89,25 +91,31 @@ def build(label: str, config, workdir: Path, parse_cache: Path, mesh) -> dict:
         return [setup.eval_step(holder["state"].params, batch) for batch in test_batches]
 
     total, outside = loop.count_params(setup.state.params)
+    test_sentences = sum(int((batch["weight"] > 0).sum()) * len(roles(batch))
+                         for batch in setup.batchers["test"].epoch(0))
     return dict(label=label, epoch=epoch, test=test, steps=len(train_batches),
+                test_sentences=test_sentences,
                 params=outside, optimizer=config.optim.name, train_step=train_step)
 
 
 def markdown(rows: list[dict], args) -> str:
     reference = rows[0]["epoch_s"]
     lines = [f"One {args.dataset} epoch, batch {args.batch}, {jax.device_count()} "
-             f"{jax.devices()[0].platform} device(s); median of {args.repeats} epochs per model, "
-             "the models taking turns (python -m bench.bench_epoch).", "",
+             f"{jax.devices()[0].platform} device(s) ({os.cpu_count()} cores, load average "
+             f"{args.load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end); median of "
+             f"{args.repeats} epochs per model, the models taking turns "
+             "(python -m bench.bench_epoch).", "",
              f"| model | parameters (no embeddings) | optimiser | steps/epoch | train s/epoch | "
-             f"x {rows[0]['label']} | test pass s | train-step shapes | "
+             f"x {rows[0]['label']} | test pass s | test sentences/s | train-step shapes | "
              "recompiles after warm-up | paper train / test s |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         paper = PAPER_SECONDS.get((args.dataset, row["label"]))
         paper = f"{paper[0]} / {paper[1]}" if paper else "—"
         lines.append(
             f"| {row['label']} | {row['params']:,} | {row['optimizer']} | {row['steps']} | "
             f"{row['epoch_s']:.1f} | {row['epoch_s'] / reference:.2f} | {row['test_s']:.2f} | "
+            f"{row['test_sentences'] / row['test_s']:,.0f} | "
             f"{row['shapes']} | {row['recompiles']} | {paper} |")
     return "\n".join(lines) + "\n"
 
@@ -123,6 +131,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--repeats", type=int, default=2, help="timed epochs per model")
     parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
+    args.load = os.getloadavg()
     mesh, rows = make_mesh(), []
     with tempfile.TemporaryDirectory() as tmp:
         parse_cache = Path(tmp) / "parse_cache"

@@ -36,6 +36,7 @@ def test_two_models_take_turns_over_real_epochs(tmp_path):
         assert math.isfinite(row["epoch_s"]) and row["epoch_s"] > 0
         assert math.isfinite(row["test_s"]) and row["test_s"] > 0
         assert row["recompiles"] == 0 and row["shapes"] >= 1
+        assert row["test_sentences"] == 500  # the embedded test split, padding rows not counted
     table = out.read_text().splitlines()
     assert table[2].startswith("| model |") and len(table) == 4 + len(rows)
     assert table[4].startswith("| Transformer |") and "| 1.00 |" in table[4]
