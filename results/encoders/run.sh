@@ -11,7 +11,8 @@
 # Table: python results/encoders/table.py.
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
 # TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM), aae.
-# Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes.
+# Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes,
+# one that another queue is running (its flock on $dir.lock) is left to it: queues can be added at any time.
 set -euo pipefail
 tier=${1:-1}; parallel=${2:-2}
 RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
@@ -42,7 +43,7 @@ add() {  # add MODEL_KEY TASK_KEY SEED [extra overrides]
   local m=$1 t=$2 s=$3; shift 3
   local model=(${MODEL[$m]}) task=(${TASK[$t]})
   local dir="$RUNS/${m}_${t}_s$s"
-  commands+=("[ -f $dir/results.md ] || python -m train.main --config=train/configs/base.py:${model[0]},${task[0]} --workdir=$dir $G $ADAM ${task[*]:1} ${model[*]:1} --config.train.seed=$s $* > $dir.log 2>&1")
+  commands+=("[ -f $dir/results.md ] || flock -n $dir.lock python -m train.main --config=train/configs/base.py:${model[0]},${task[0]} --workdir=$dir $G $ADAM ${task[*]:1} ${model[*]:1} --config.train.seed=$s $* > $dir.log 2>&1")
 }
 case $tier in
   1) for s in $SEEDS; do for m in ${MODELS:-transformer dt dt_plain tree_lstm psan phrase_transformer}; do
