@@ -10,7 +10,8 @@
 #
 # Table: python results/encoders/table.py.
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
-# TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM), aae.
+# TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM),
+# psan_table4 (PSAN's ablations on TREC), aae.
 # Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes,
 # one that another queue is running (its flock on $dir.lock) is left to it: queues can be added at any time.
 set -euo pipefail
@@ -36,6 +37,15 @@ declare -A MODEL=(
   [tree_lstm]="tree_lstm"
   [psan]="psan --config.model.keep_prob=1.0"
   [psan_norm]="psan --config.model.keep_prob=1.0 --config.model.memory_norm=layer"
+  # PSAN's Table 4 ablations (results/psan/README.md): (1)-(3) PSA on one level only, (4) w/o PSA,
+  # (5) w/o syntactic division, (6) w/o gated memory, (7) w/o both (one sentence-level attention)
+  [psan_level1]="psan --config.model.keep_prob=1.0 --config.model.single_level=1"
+  [psan_level2]="psan --config.model.keep_prob=1.0 --config.model.single_level=2"
+  [psan_level3]="psan --config.model.keep_prob=1.0 --config.model.single_level=3"
+  [psan_no_psa]="psan --config.model.keep_prob=1.0 --config.model.division=sentence"
+  [psan_equal]="psan --config.model.keep_prob=1.0 --config.model.division=equal"
+  [psan_concat]="psan --config.model.keep_prob=1.0 --config.model.memory=concat"
+  [psan_no_both]="psan --config.model.keep_prob=1.0 --config.model.division=sentence --config.model.memory=concat --config.model.single_level=1"
   [phrase_transformer]="phrase_transformer $TF"
 )
 commands=()
@@ -52,6 +62,9 @@ case $tier in
        add $m sick_e $s; done; done ;;
   3) for s in $SEEDS; do for m in ${MODELS:-transformer dt psan phrase_transformer}; do
        add $m sst5 $s; done; done ;;
+  psan_table4)  # PSAN's Table 4 ablations on TREC (the paper's SNLI is not available here)
+    for s in $SEEDS; do for m in ${MODELS:-psan_level1 psan_level2 psan_level3 psan_no_psa psan_equal psan_concat psan_no_both}; do
+       add $m trec $s; done; done ;;
   dt)  # issue 15's rows: DT_full vs the plain Transformer vs Tree-LSTM on SICK-E, SST-2 and MRPC
     for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt transformer tree_lstm}; do
        add $m $t $s; done; done; done ;;

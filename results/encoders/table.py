@@ -25,6 +25,13 @@ MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
           "transformer": "Transformer",
           "psan": "PSAN (spaCy-derived phrases)",
           "psan_norm": "PSAN `memory_norm=layer` (spaCy-derived phrases)",
+          "psan_level1": "PSAN (1) PSA on the first level only",
+          "psan_level2": "PSAN (2) PSA on the second level only",
+          "psan_level3": "PSAN (3) PSA on the third level only",
+          "psan_no_psa": "PSAN (4) w/o PSA (sentence-level attention + gated memory)",
+          "psan_equal": "PSAN (5) w/o syntactic division (equal blocks)",
+          "psan_concat": "PSAN (6) w/o gated memory (concat + feed-forward)",
+          "psan_no_both": "PSAN (7) w/o both",
           "phrase_transformer": "PhraseTransformer (2-grams)"}
 TASKS = ("trec", "sick_r", "sick_e")  # the README's table
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
