@@ -10,7 +10,7 @@
 #
 # Table: python results/encoders/table.py.
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
-# TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC for DT/Transformer/Tree-LSTM),
+# TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC: DT, plain, Transformer, Tree-LSTM),
 # psan_table4 (PSAN's ablations on TREC), aae.
 # Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes,
 # one that another queue is running (its flock on $dir.lock) is left to it: queues can be added at any time.
@@ -66,7 +66,7 @@ case $tier in
     for s in $SEEDS; do for m in ${MODELS:-psan_level1 psan_level2 psan_level3 psan_no_psa psan_equal psan_concat psan_no_both}; do
        add $m trec $s; done; done ;;
   dt)  # issue 15's rows: DT_full vs the plain Transformer vs Tree-LSTM on SICK-E, SST-2 and MRPC
-    for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt transformer tree_lstm}; do
+    for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt dt_plain transformer tree_lstm}; do
        add $m $t $s; done; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
     corpus=$RUNS/aae_corpus.txt
