@@ -6,8 +6,8 @@ with --seeds, every seed's value before the mean ("a / b / c = m ± s").
 Usage: python results/encoders/table.py [--tasks trec,sick_r,sick_e] [--models KEY,...]
                                         [--seeds] [RUNS]   (default /work/runs)
        python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
-e.g. the Dependency-Transformer's table: --tasks sick_r,sick_e,sst2,mrpc
---models dt,transformer,tree_lstm --seeds
+e.g. the Dependency-Transformer's table: --tasks sick_e,sst2,mrpc
+--models dt,dt_plain,transformer,tree_lstm --seeds
 """
 
 from __future__ import annotations
