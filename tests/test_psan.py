@@ -126,18 +126,24 @@ def test_the_sst_batch_has_one_word_phrases_and_padding(setup):
     assert len({len(f["sentence/tokens"]) for f in features}) > 1
 
 
-@pytest.mark.parametrize("impl", ["dense", "packed", "streaming"])
-def test_psa_implementations_equal_the_loop_reference(setup, impl):
-    features, params = setup
-    batch = batch_for(features, impl)
-    out = model(impl).apply({"params": params}, batch, train=False)
+def assert_equals_reference(out, features, params):
+    """The encoder's outputs of a batch equal the loop reference per sentence; the filler row
+    (and every padding position) stays zero."""
     for row, feature in enumerate(features):
         tokens = feature["sentence/tokens"]
         memory, vector = reference(params, tokens, feature["sentence/segments"])
         np.testing.assert_allclose(out["tokens"][row, :len(tokens)], memory, rtol=1e-4,
                                    atol=1e-5)
         np.testing.assert_allclose(out["sentence"][row], vector, rtol=1e-4, atol=1e-5)
-    assert np.all(np.asarray(out["tokens"])[len(features):] == 0)  # the filler row
+    assert np.all(np.asarray(out["tokens"])[len(features):] == 0)
+
+
+@pytest.mark.parametrize("impl", ["dense", "packed", "streaming"])
+def test_psa_implementations_equal_the_loop_reference(setup, impl):
+    features, params = setup
+    batch = batch_for(features, impl)
+    out = model(impl).apply({"params": params}, batch, train=False)
+    assert_equals_reference(out, features, params)
     assert np.all(np.isfinite(np.asarray(out["tokens"])))
 
 
@@ -150,13 +156,7 @@ def test_memory_norm_layer_equals_the_loop_reference(setup):
     for impl in ("dense", "packed"):
         out = model(impl, memory_norm="layer").apply({"params": params}, batch_for(features, impl),
                                                      train=False)
-        for row, feature in enumerate(features):
-            tokens = feature["sentence/tokens"]
-            memory, vector = reference(params, tokens, feature["sentence/segments"])
-            np.testing.assert_allclose(out["tokens"][row, :len(tokens)], memory, rtol=1e-4,
-                                       atol=1e-5)
-            np.testing.assert_allclose(out["sentence"][row], vector, rtol=1e-4, atol=1e-5)
-        assert np.all(np.asarray(out["tokens"])[len(features):] == 0)  # padding stays zero
+        assert_equals_reference(out, features, params)
 
 
 @pytest.mark.parametrize("impl", ["packed", "streaming"])
