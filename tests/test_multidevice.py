@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxenc.data.batching import Batcher
-from jaxenc.data.featurize import Featurizer
+from jaxenc.data.featurize import Featurizer, relation_vocabulary
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import build_encoder, structure_spec
@@ -32,6 +32,10 @@ MODELS = {
                          dropout_rate=0.2), ("layer_0", "ffn", "hidden", "kernel")),
     # structure fields and the [root] prefix; the depth loop's bound is the batch's global depth
     "tree_lstm": (dict(embed_dim=16, memory_dim=16), ("f_h", "kernel")),
+    # relation ids and levels (the synthetic trees' relations), dropout on
+    "dependency_transformer": (dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2,
+                                    ff_dim=16, relation_dim=4, dropout_rate=0.2),
+                               ("relations", "embedding")),
     # the blocked loop over the whole batch at once (examples_per_step=0: the batch axis that
     # the devices split is vmapped, never stepped through)
     "disan": (dict(embed_dim=16, hidden=16, keep_prob=0.8, attention_impl="blocked",
@@ -55,7 +59,10 @@ def prepared(name: str):
     model = task.build_model(encoder)
     needs = structure_spec(config.model)
     features = Featurizer(kind="single", vocab=vocab, model_cfg=config.model,
-                          structure_fields=needs.fields, prefix=needs.prefix_tokens).many(examples)
+                          structure_fields=needs.fields, prefix=needs.prefix_tokens,
+                          relation_vocab=relation_vocabulary("/nonexistent", config.model,
+                                                             needs.fields, examples)
+                          ).many(examples)
     batches = list(Batcher(features, batch_size=GLOBAL_BATCH, buckets=(32,), shuffle=True,
                            seed=0).epoch(0))
     params = jax.device_get(init_params(model, batches[0], seed=0))
