@@ -12,13 +12,14 @@ and the median is reported, with the test pass (the jitted evaluation step over 
 batch) measured the same way.
 
     python -m bench.bench_epoch --dataset sick_e --repeats 2 \
-        --out results/dependency_transformer/epoch.md
+        --out results/dependency_transformer/epoch_sick_e.md
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import os
 import tempfile
@@ -28,6 +29,7 @@ import jax
 
 from bench.common import time_in_turns
 from jaxenc import cli
+from jaxenc.errors import ConfigError
 from jaxenc.training import loop
 from jaxenc.training.measure import roles
 from jaxenc.training.sharding import make_mesh, shard_batch
@@ -58,10 +60,23 @@ def load_config(spec: str, dataset: str, batch: int):
     if "," in name:
         config = base.get_config(name)
     else:
-        config = importlib.import_module(f"train.configs.{name}").get_config()
+        try:
+            config = importlib.import_module(f"train.configs.{name}").get_config()
+        except ModuleNotFoundError as error:
+            raise ConfigError(f"--models {spec!r}: no config module train/configs/{name}.py "
+                              "(fix: name a file of train/configs or base.py's model,dataset)"
+                              ) from error
     for item in filter(None, overrides.split(";")):
         key, _, value = item.partition("=")
-        config.update_from_flattened_dict({key: literal(value)})
+        try:
+            *path, leaf = key.split(".")
+            parent = functools.reduce(lambda node, part: node[part], path, config)
+            if leaf not in parent:
+                raise KeyError(f"no field {leaf!r}")
+            config.update_from_flattened_dict({key: literal(value)})
+        except (KeyError, TypeError) as error:
+            raise ConfigError(f"--models {spec!r}: cannot set {key}={value} ({error}) (fix: a "
+                              "dotted field of the config, e.g. model.num_layers=1)") from error
     config.data.embeddings = ""
     config.data.batch_size = config.data.eval_batch_size = batch
     return label, config
@@ -90,7 +105,7 @@ def build(label: str, config, workdir: Path, parse_cache: Path, mesh) -> dict:
     def test():
         return [setup.eval_step(holder["state"].params, batch) for batch in test_batches]
 
-    total, outside = loop.count_params(setup.state.params)
+    _, outside = loop.count_params(setup.state.params)
     test_sentences = sum(int((batch["weight"] > 0).sum()) * len(roles(batch))
                          for batch in setup.batchers["test"].epoch(0))
     return dict(label=label, epoch=epoch, test=test, steps=len(train_batches),

@@ -4,7 +4,10 @@ warm-up epoch, never for its timings."""
 
 import math
 
+import pytest
+
 from bench import bench_epoch
+from jaxenc.errors import ConfigError
 
 SMALL = "model.embed_dim=16;model.model_dim=16;model.ff_dim=32;model.num_heads=2"
 
@@ -40,3 +43,12 @@ def test_two_models_take_turns_over_real_epochs(tmp_path):
     table = out.read_text().splitlines()
     assert table[2].startswith("| model |") and len(table) == 4 + len(rows)
     assert table[4].startswith("| Transformer |") and "| 1.00 |" in table[4]
+
+
+@pytest.mark.parametrize("spec, problem", [
+    ("DT=no_such_config", "no config module train/configs/no_such_config.py"),
+    ("bag=bag,{dataset}:model.no_such_field=1", "cannot set model.no_such_field=1"),
+])
+def test_a_bad_spec_is_a_config_error_naming_it(spec, problem):
+    with pytest.raises(ConfigError, match=problem):
+        bench_epoch.load_config(spec, "trec", batch=8)
