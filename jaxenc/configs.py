@@ -37,6 +37,7 @@ import os
 
 import ml_collections
 
+from jaxenc.errors import ConfigError
 from jaxenc.models import registry
 from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
 
@@ -72,6 +73,19 @@ def with_model(config: ml_collections.ConfigDict, name: str,
     config.model = model_config(name, **{key: baseline[key] for key in shared}, **overrides)
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
     config.baselines[baseline.name] = baseline
+    return config
+
+
+def twin_option(config: ml_collections.ConfigDict, arg: str | None) -> ml_collections.ConfigDict:
+    """The `:ARG` of a config file that trains a model beside its twin (`with_model`): none or
+    "twin" keeps the twin in `baselines`; "solo" trains the model alone (an ablation whose
+    twin another run of the same budget already has)."""
+    if arg in (None, "", "twin"):
+        return config
+    if arg != "solo":
+        raise ConfigError(f"config argument {arg!r}: expected 'twin' (the default) or 'solo', "
+                          "e.g. --config=train/configs/phrase_transformer_pos.py:solo")
+    config.baselines = ml_collections.ConfigDict()
     return config
 
 

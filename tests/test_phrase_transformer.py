@@ -348,6 +348,18 @@ def test_pos_config_trains_end_to_end_on_a_few_ud_sentences(data_root, tmp_path)
     assert "| phrase_transformer | ud_ewt |" in (tmp_path / "run" / "results.md").read_text()
 
 
+@pytest.mark.parametrize("module", [phrase_transformer_pos, phrase_transformer_multi30k_small])
+def test_solo_config_argument_drops_the_twin_and_keeps_the_rest(module):
+    """`config.py:solo` trains the PhraseTransformer without its Transformer twin (the variants
+    of the paper's tables); the default keeps the twin; any other argument is a one-line error."""
+    twin, solo = module.get_config(), module.get_config("solo")
+    assert list(twin.baselines) == ["transformer"] and not list(solo.baselines)
+    twin.baselines = solo.baselines
+    assert twin.to_dict() == solo.to_dict()
+    with pytest.raises(ConfigError, match="expected 'twin' .* or 'solo'"):
+        module.get_config("alone")
+
+
 def test_translation_config_trains_decodes_and_reports_bleu(data_root, tmp_path):
     folder = tmp_path / "data" / "multi30k"
     folder.mkdir(parents=True)

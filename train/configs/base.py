@@ -5,6 +5,6 @@ holds them so that installed users and `jaxenc-compare` have them too).
   e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
 """
 
-from jaxenc.configs import get_config, model_config, with_model
+from jaxenc.configs import get_config, model_config, twin_option, with_model
 
-__all__ = ["get_config", "model_config", "with_model"]
+__all__ = ["get_config", "model_config", "twin_option", "with_model"]

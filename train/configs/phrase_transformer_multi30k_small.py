@@ -4,7 +4,8 @@ tokens, a fixed budget of 5 epochs (no early stop, so both models get the same 2
 
 Runs PhraseTransformer (k = 2), then its plain Transformer twin (same size, optimiser and budget,
 workdir/baselines/transformer); each reports test BLEU (beam 4, sacrebleu). For the linear
-ablation: --config.model.nonlinear=False.
+ablation: --config=train/configs/phrase_transformer_multi30k_small.py:solo
+--config.model.nonlinear=False (solo: without retraining the twin).
 
 Cost on this project's 2-core CPU machine (bench/bench_phrase_transformer.py, shared machine,
 median of 5 steps, batch 64): ms per train step at bucket 8 / 16 / 24 / 32: PhraseTransformer
@@ -16,13 +17,14 @@ config in under an hour.
 
 from __future__ import annotations
 
-from train.configs import phrase_transformer_multi30k
+from train.configs import base, phrase_transformer_multi30k
 
 
-def get_config():
+def get_config(arg: str | None = None):
+    """`arg`: "twin" (default) or "solo" (no twin, e.g. the linear ablation: base.twin_option)."""
     config = phrase_transformer_multi30k.sized(model_dim=128, num_layers=2, num_heads=4,
                                                ff_dim=256, max_decode_length=40)
     config.data.update(dict(max_length=32, eval_batch_size=256))
     config.optim.update(dict(learning_rate=1e-3, warmup_steps=400))
     config.train.update(dict(epochs=5, patience=0))
-    return config
+    return base.twin_option(config, arg)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The runs behind results/phrase_transformer/README.md (issue "PhraseTransformer"):
+#   pos       UD English-EWT XPOS tagging, the paper's Table 2 setup (train/configs/phrase_transformer_pos.py:
+#             d 300, 6 heads, 2 layers, Adam 5e-4, 10 epochs, patience 3): k=2 with its Transformer twin,
+#             then k=3, linear k=2 and semantic (gold UD dependency hypernodes) k=2 alone (`:solo`)
+#   multi30k  Multi30k de->en, the small config (phrase_transformer_multi30k_small.py: d 128, 2+2 layers,
+#             5 epochs, beam 4, sacrebleu): k=2 with its Transformer twin, then the linear k=2 alone
+# Table (mean ± std over seeds, the twins included):
+#   python -m train.compare $RUNS/pos_*_s? $RUNS/pos_k2_s?/baselines/transformer
+#   python -m train.compare $RUNS/multi30k_*_s? $RUNS/multi30k_k2_s?/baselines/transformer
+# Usage: [SEEDS="0 1 2"] [VARIANTS="..."] results/phrase_transformer/run.sh pos|multi30k [PARALLEL]
+# Runs go to $RUNS (default /work/runs) as pos_<variant>_s<seed> / multi30k_<variant>_s<seed>; a run whose
+# results.md exists is skipped, an unfinished one resumes, one another queue holds (flock) is left to it.
+set -euo pipefail
+tier=${1:?pos or multi30k}; parallel=${2:-1}
+RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
+: "${JAXENC_DATA_DIR:?set JAXENC_DATA_DIR to shared/data}"
+declare -A VARIANT=(
+  [k2]="twin"
+  [k3]="solo --config.model.k=3"
+  [linear]="solo --config.model.nonlinear=False"
+  [semantic]="solo --config.model.hypernodes=dependency --config.model.phase2=dense"
+)
+case $tier in
+  pos) config=train/configs/phrase_transformer_pos.py; seeds=${SEEDS:-0 1 2}
+       variants=${VARIANTS:-k2 k3 linear semantic} ;;
+  multi30k) config=train/configs/phrase_transformer_multi30k_small.py; seeds=${SEEDS:-0}
+       variants=${VARIANTS:-k2 linear} ;;
+  *) echo "unknown tier $tier (pos or multi30k)" >&2; exit 2 ;;
+esac
+commands=()
+for s in $seeds; do for v in $variants; do
+  spec=(${VARIANT[$v]}); dir="$RUNS/${tier}_${v}_s$s"
+  commands+=("[ -f $dir/results.md ] || flock -n $dir.lock python -m train.main --config=$config:${spec[0]} --workdir=$dir --config.train.progress_bar=False --config.train.seed=$s ${spec[*]:1} > $dir.log 2>&1")
+done; done
+printf '%s\n' "${commands[@]}" | xargs -P "$parallel" -I{} bash -c '{}; echo "done: {}" | cut -c1-160'
