@@ -54,6 +54,21 @@ def test_groups_by_config_and_averages_the_best_dev_step(tmp_path):
     assert rows[1]["test accuracy"] == "0.8100" and rows[2]["dev accuracy"] == "0.7000"
 
 
+def test_a_run_with_a_baseline_twin_groups_with_the_same_run_without_one(tmp_path):
+    twin = _write_run(tmp_path / "twin", "disan", 0, {10: 0.80}, 10, 0.82)
+    config = json.loads((twin / checkpointing.CONFIG_FILE).read_text())
+    config["baselines"] = {"transformer": base.get_config("transformer,sick_e").model.to_dict()}
+    (twin / checkpointing.CONFIG_FILE).write_text(json.dumps(config))
+    solo = _write_run(tmp_path / "solo", "disan", 1, {10: 0.78}, 10, 0.80)
+    other = _write_run(tmp_path / "other", "disan", 0, {10: 0.7}, 10, 0.7,
+                       **{"model.keep_prob": 0.9})
+    rows = compare.summary_rows([compare.read_run(run) for run in (twin, solo, other)])
+
+    assert [(row["runs"], row["seeds"]) for row in rows] == [
+        ("disan sick_e model.keep_prob=0.75", "0,1"), ("disan sick_e model.keep_prob=0.9", "0")]
+    assert rows[0]["test accuracy"] == f"0.8100 ± {np.std([0.82, 0.80], ddof=1):.4f}"
+
+
 def test_unfinished_and_foreign_directories_are_named(tmp_path, capsys):
     run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
     lines = (run / "metrics.jsonl").read_text().splitlines()

@@ -27,9 +27,15 @@ from jaxenc.errors import DataError
 from jaxenc.training import checkpointing, report
 from jaxenc.training.checkpointing import flatten
 
-# Config entries that do not change a run's results: left out of grouping and labels.
+# Config entries that do not change a run's results: left out of grouping and labels. The
+# sections of other runs (a Transformer twin under `baselines`) and of what is done after training
+# do not change the main run either: a run with a twin groups with the same run without one.
 BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
                          "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
+
+
+def _is_bookkeeping(key: str) -> bool:
+    return key in BOOKKEEPING or key.split(".")[0] in checkpointing.RESUMABLE_SECTIONS
 _NOT_METRICS = frozenset({"step", "split", "loss"})
 
 
@@ -68,7 +74,8 @@ def group_runs(runs: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str,
     groups of the same model and dataset."""
     groups: dict[str, list[dict]] = {}
     for run in runs:
-        key = json.dumps(sorted((k, v) for k, v in run["config"].items() if k not in BOOKKEEPING))
+        key = json.dumps(sorted((k, v) for k, v in run["config"].items()
+                                 if not _is_bookkeeping(k)))
         groups.setdefault(key, []).append(run)
     configs = [members[0]["config"] for members in groups.values()]
     labelled = []
@@ -76,7 +83,7 @@ def group_runs(runs: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str,
         kind = (config["model.name"], config["task.dataset"])
         siblings = [c for c in configs if (c["model.name"], c["task.dataset"]) == kind]
         details = [f"{k}={_value(v)}" for k, v in sorted(config.items())
-                   if k not in BOOKKEEPING and len({json.dumps(c.get(k)) for c in siblings}) > 1]
+                   if not _is_bookkeeping(k) and len({json.dumps(c.get(k)) for c in siblings}) > 1]
         labelled.append((" ".join([*kind, *details]), members))
     return labelled
 
