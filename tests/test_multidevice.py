@@ -5,6 +5,7 @@ the compiled step gathers nothing across devices (it all-reduces gradients and s
 multi-process version is tests/test_multihost.py."""
 
 import functools
+import logging
 import operator
 
 import chex
@@ -19,7 +20,7 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.tasks.tasks import build_task
 from jaxenc.training.optim import build_optimizer
-from jaxenc.training.sharding import make_mesh, replicated, shard_batch
+from jaxenc.training.sharding import check_examples_per_step, make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
 from jaxenc.training.steps import make_eval_step, make_train_step, to_host
 from train.configs import base
@@ -110,3 +111,22 @@ def test_steps_on_several_devices_equal_one_device(name, num_devices):
                            functools.reduce(operator.getitem, weight, initial["encoder"]))
     np.testing.assert_array_equal(outputs_n["prediction"], outputs_1["prediction"])
     np.testing.assert_allclose(outputs_n["loss"], outputs_1["loss"], rtol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "overrides", "warning"), [
+    ("disan", dict(attention_impl="blocked", examples_per_step=1), "examples_per_step=1 on 2"),
+    ("disan", dict(attention_impl="blocked", examples_per_step=0), None),
+    ("disan", dict(attention_impl="dense", examples_per_step=1), None),
+    ("psan", dict(psa_impl="packed", packed_chunk=1), "packed_chunk=1 on 2"),
+    ("psan", dict(psa_impl="packed", packed_chunk=0), None),
+])
+def test_a_loop_over_the_split_batch_axis_is_warned(caplog, name, overrides, warning):
+    config = base.model_config(name, **overrides)
+    for devices in (1, 2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jaxenc.training.sharding"):
+            check_examples_per_step(config, make_mesh(jax.devices()[:devices]))
+        if devices == 1 or warning is None:
+            assert not caplog.records
+        else:
+            assert warning in caplog.text

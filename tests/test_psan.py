@@ -138,11 +138,16 @@ def assert_equals_reference(out, features, params):
     assert np.all(np.asarray(out["tokens"])[len(features):] == 0)
 
 
-@pytest.mark.parametrize("impl", ["dense", "packed", "streaming"])
-def test_psa_implementations_equal_the_loop_reference(setup, impl):
+# packed_chunk 3: a loop over a class's phrases 3 at a time (counts not divisible by 3 too)
+IMPLEMENTATIONS = [("dense", {}), ("packed", {}), ("streaming", {}),
+                   ("packed", {"packed_chunk": 3})]
+
+
+@pytest.mark.parametrize(("impl", "overrides"), IMPLEMENTATIONS)
+def test_psa_implementations_equal_the_loop_reference(setup, impl, overrides):
     features, params = setup
     batch = batch_for(features, impl)
-    out = model(impl).apply({"params": params}, batch, train=False)
+    out = model(impl, **overrides).apply({"params": params}, batch, train=False)
     assert_equals_reference(out, features, params)
     assert np.all(np.isfinite(np.asarray(out["tokens"])))
 
@@ -159,19 +164,19 @@ def test_memory_norm_layer_equals_the_loop_reference(setup):
         assert_equals_reference(out, features, params)
 
 
-@pytest.mark.parametrize("impl", ["packed", "streaming"])
-def test_gradients_equal_the_dense_ones(setup, impl):
+@pytest.mark.parametrize(("impl", "overrides"), IMPLEMENTATIONS[1:])
+def test_gradients_equal_the_dense_ones(setup, impl, overrides):
     features, params = setup
     weights = np.random.default_rng(1).normal(size=(BATCH, EMBED)).astype(np.float32)
 
-    def grads(impl):
-        encoder, batch = model(impl), batch_for(features, impl)
+    def grads(impl, **overrides):
+        encoder, batch = model(impl, **overrides), batch_for(features, impl)
         loss = lambda p: jnp.sum(encoder.apply({"params": p}, batch, train=False)["sentence"]
                                  * weights)
         return jax.grad(loss)(params)
 
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
-                 grads(impl), grads("dense"))
+                 grads(impl, **overrides), grads("dense"))
 
 
 def test_packed_is_bucket_and_group_independent(setup):

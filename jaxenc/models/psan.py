@@ -67,6 +67,13 @@ class PSANConfig(EncoderConfig):
       keep_prob: dropout keep probability on the inputs of the linear maps.
       psa_impl: one of PSA_IMPLS. "packed" needs the batcher's plan (StructureNeeds.packing).
       block_size: queries per block of the "streaming" implementation.
+      packed_chunk: "packed" attends all phrases of a length class at once (0) or this many per
+        step of a loop whose steps the backward pass recomputes (DiSAN's blocked kernel over the
+        class's phrases, one query block per phrase up to block_size tokens): the same function
+        with a working set of packed_chunk phrases. 1 suits a CPU (Table 5's TREC batch: 0.53x
+        the train-step memory of 0 at the same step time, results/psan); 0, the default, suits
+        accelerators and is needed on several devices (the loop would walk the slots the
+        devices split; jaxenc.training.sharding warns).
       packing_scheme, packing_capacity: the plan's length classes and capacity policy
         (jaxenc.data.packing.PackingConfig).
       division, single_level, memory, level_order: Table 4's ablations and the paper's order.
@@ -81,6 +88,7 @@ class PSANConfig(EncoderConfig):
     keep_prob: float = 0.5
     psa_impl: str = "packed"
     block_size: int = 16
+    packed_chunk: int = 0
     packing_scheme: str = "exact"
     packing_capacity: str = "planned"
     division: str = "syntactic"
@@ -109,6 +117,8 @@ class PSANConfig(EncoderConfig):
         require(self.parser in PARSER_NAMES and self.parser != "spacy", "parser", self.parser,
                 "gives no phrase trees for PSAN", "spacy-constituency")
         require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
+        require(self.packed_chunk >= 0, "packed_chunk", self.packed_chunk,
+                "is negative (0: every phrase of a class at once)", 0)
         self.packing()  # one-line ConfigError for a bad scheme or policy
         super().validate()
 
@@ -146,12 +156,13 @@ class PhraseSelfAttention(nn.Module):
     def __call__(self, memory: jax.Array, sentence: dict[str, jax.Array], level: int, *,
                  train: bool) -> jax.Array:
         cfg = self.config
+        streamed = cfg.psa_impl == "streaming" or (cfg.psa_impl == "packed" and cfg.packed_chunk)
         attention = Token2TokenAttention(
             score=cfg.activation, keep_prob=cfg.keep_prob, dtype=cfg.compute_dtype,
             name="attention",
             options=Token2TokenOptions(
-                attention_impl="blocked" if cfg.psa_impl == "streaming" else "dense",
-                block_size=cfg.block_size))
+                attention_impl="blocked" if streamed else "dense", block_size=cfg.block_size,
+                examples_per_step=cfg.packed_chunk if cfg.psa_impl == "packed" else 1))
         if cfg.psa_impl == "packed":
             def per_phrase(phrases: jax.Array, valid: jax.Array) -> jax.Array:
                 mask = DirectionalMask(valid.sum(-1), "diag")  # a phrase's own tokens, i != j

@@ -77,16 +77,25 @@ def check_batch_size(batch_size: int, mesh: Mesh) -> None:
 
 
 def check_examples_per_step(encoder_config: object, mesh: Mesh) -> None:
-    """Warns when the encoder's blocked token2token loop (DiSAN's `examples_per_step`,
-    jaxenc.layers.multidim_attention.Token2TokenOptions) steps through the batch axis that the
-    devices split: XLA then gathers the whole batch on every device, which computes all of it
-    (no data-parallel speed-up; 8 CPU devices measured 3.6x slower than with 0)."""
-    per_step = getattr(encoder_config, "examples_per_step", 0)
+    """Warns when an encoder's attention loop steps through the batch axis that the devices
+    split: DiSAN's blocked token2token loop (`examples_per_step`,
+    jaxenc.layers.multidim_attention.Token2TokenOptions) or PSAN's loop over a length class's
+    phrases (`packed_chunk`, whose slots the devices split by group). XLA then gathers the whole
+    axis on every device, which computes all of it (no data-parallel speed-up; 8 CPU devices
+    measured 3.6x slower than with 0)."""
     devices = mesh.shape[DATA_AXIS]
-    if per_step and devices > 1 and encoder_config.attention_impl != "dense":
+    if devices == 1:
+        return
+    per_step = getattr(encoder_config, "examples_per_step", 0)
+    if per_step and encoder_config.attention_impl != "dense":
         log.warning("model.examples_per_step=%d on %d devices: the blocked attention computes "
                     "the whole batch on every device (fix: --config.model.examples_per_step=0, "
                     "the whole batch per step, split over the devices)", per_step, devices)
+    chunk = getattr(encoder_config, "packed_chunk", 0)
+    if chunk and encoder_config.psa_impl == "packed":
+        log.warning("model.packed_chunk=%d on %d devices: the phrase loop computes every "
+                    "device's phrases on every device (fix: --config.model.packed_chunk=0, a "
+                    "length class at once, split over the devices)", chunk, devices)
 
 
 def shard_batch(batch: Mapping[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
