@@ -138,7 +138,7 @@ def assert_equals_reference(out, features, params):
     assert np.all(np.asarray(out["tokens"])[len(features):] == 0)
 
 
-# packed_chunk 3: a loop over a class's phrases 3 at a time (counts not divisible by 3 too)
+# packed_chunk 3: the loop over a length class's phrases, 3 per step
 IMPLEMENTATIONS = [("dense", {}), ("packed", {}), ("streaming", {}),
                    ("packed", {"packed_chunk": 3})]
 
