@@ -8,10 +8,11 @@ OUT/throughput.png and OUT/memory.png.
     python -m bench.run --tiny --lengths 8,16 --batch 4 --repeats 1 --host off --out /tmp/smoke
 
 Models are built from their registry presets (paper widths; --tiny: the encoder contract test's
-TINY widths) with random token ids and REAL-shaped structure arrays: random projective dependency
-trees of full-length sentences go through the real featurizer (gold trees: dependency relations,
-levels, heads, derived phrase trees, PSAN's segments / blocks) and batcher (PSAN's packing plan),
-as in training (bench.common.synthetic_batches). Each variant is measured at each length:
+TINY widths; the attention loops set for the backend, `loop_settings`) with random token ids
+and REAL-shaped structure arrays: random projective dependency trees of full-length sentences
+go through the real featurizer (gold trees: dependency relations, levels, heads, derived phrase
+trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in training
+(bench.common.synthetic_batches). Each variant is measured at each length:
   - train step: forward (dropout on) + backward of the encoder with a loss on the sentence
     vectors, gradients w.r.t. every parameter; encode: the sentence vectors, train=False (for
     each model's preset only: the other variants are compared by their train steps);
@@ -174,6 +175,23 @@ def tiny_widths() -> dict[str, dict[str, Any]]:
     from tests.test_encoder_contract import TINY  # a test module: only --tiny needs it
 
     return TINY
+
+
+def loop_settings(backend: str) -> dict[str, dict[str, int]]:
+    """Each model's attention-loop settings for the backend this run measures: one example
+    (DiSAN's blocked and directional loops) and one phrase (PSAN's packed attention) per step on
+    a CPU, where that is fastest or as fast with the least memory (results/disan/speed.md,
+    results/psan); the whole batch and a whole length class on accelerators."""
+    per_step = int(backend == "cpu")
+    return {"disan": dict(examples_per_step=per_step), "psan": dict(packed_chunk=per_step)}
+
+
+def with_loop_settings(widths: Mapping[str, Mapping[str, Any]],
+                       backend: str) -> dict[str, dict[str, Any]]:
+    """`widths` (each model's preset overrides) with this backend's loop settings under them."""
+    loops = loop_settings(backend)
+    return {model: {**loops.get(model, {}), **widths.get(model, {})}
+            for model in {*loops, *widths}}
 
 
 def width(cfg: Mapping[str, Any]) -> int:
@@ -499,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    widths = tiny_widths() if args.tiny else {}
+    widths = with_loop_settings(tiny_widths() if args.tiny else {}, jax.default_backend())
     plan = plan_variants(args.models, DTYPES[args.dtype], widths)
     results: dict[str, Any] = dict(
         schema=SCHEMA, command="python -m bench.run " + " ".join(

@@ -47,3 +47,22 @@ def test_bench_run_writes_results_report_and_plots(tmp_path):
     assert "## Goals" in report and "transformer bf16" in report
     for plot in ("throughput.png", "memory.png"):
         assert (tmp_path / plot).stat().st_size > 1000
+
+
+def test_the_attention_loops_are_set_for_the_backend():
+    """One example / phrase per loop step on a CPU, the whole batch / class on accelerators;
+    a width preset's own value wins, and every variant's config carries them."""
+    assert run.loop_settings("cpu") == {"disan": {"examples_per_step": 1},
+                                        "psan": {"packed_chunk": 1}}
+    assert run.loop_settings("gpu") == {"disan": {"examples_per_step": 0},
+                                        "psan": {"packed_chunk": 0}}
+    widths = run.with_loop_settings({"psan": {"model_dim": 8, "packed_chunk": 4}}, "tpu")
+    assert widths["psan"] == {"model_dim": 8, "packed_chunk": 4}
+    assert widths["disan"] == {"examples_per_step": 0}
+    plan = run.plan_variants(["disan", "psan"], ("float32",), run.with_loop_settings({}, "gpu"))
+    for variant in plan.variants:
+        config = variant.config(run.with_loop_settings({}, "gpu"))
+        if variant.model == "psan":
+            assert config.packed_chunk == 0
+        if variant.model == "disan":
+            assert config.examples_per_step == 0
