@@ -235,6 +235,24 @@ def test_bookkeeping_changes_and_a_longer_run_are_allowed(tmp_path):
     assert changes["train.num_steps"] == (40, 80) and "baselines.transformer.name" in changes
 
 
+def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_path):
+    checkpointing.save_run_files(tmp_path, tiny_config(), {})
+    path = tmp_path / checkpointing.CONFIG_FILE
+    saved = json.loads(path.read_text())
+    del saved["model"]["dtype"]  # as if the run predated the option (default "float32")
+    path.write_text(json.dumps(saved))
+    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    assert changes == {"model.dtype": ("<absent>", "float32")}
+    other = tiny_config()
+    other.model.dtype = "bfloat16"  # not what the saved run computed
+    with pytest.raises(ConfigError, match=r"model.dtype='<absent>' \(config says 'bfloat16'\)"):
+        checkpointing.check_compatible(tmp_path, other)
+    del saved["train"]["seed"]  # not a model option: never assumed
+    path.write_text(json.dumps(saved))
+    with pytest.raises(ConfigError, match="train.seed='<absent>'"):
+        checkpointing.check_compatible(tmp_path, tiny_config())
+
+
 def test_a_nan_evaluation_is_never_kept_as_best():
     position = loop.Position()
     assert not position.record_evaluation(1, float("nan"), patience=0, best_k=2)

@@ -35,7 +35,7 @@ import orbax.checkpoint as ocp
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.files import write_text_atomic
-from jaxenc.models.registry import build_encoder
+from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.training import integrity
 from jaxenc.training.state import TrainState
 
@@ -91,9 +91,23 @@ def saved_config(workdir: str | os.PathLike) -> dict | None:
     return saved
 
 
-def _resumable(key: str, old: Any, new: Any) -> bool:
-    """Whether a resumed run may change `key` from `old` to `new` (values or _ABSENT)."""
+def _model_defaults(config: Mapping) -> dict[str, Any]:
+    """{"model.FIELD": default} of the model `config` (plain values) names: an option added to
+    the model after a run was saved defaults to what the model computed before it."""
+    name = config.get("model", {}).get("name")
+    try:
+        defaults = encoder_spec(name).config().to_dict()
+    except ConfigError:  # an unknown model: building it fails with its own message
+        return {}
+    return flatten(json.loads(json.dumps(defaults)), "model.")
+
+
+def _resumable(key: str, old: Any, new: Any, defaults: Mapping[str, Any]) -> bool:
+    """Whether a resumed run may change `key` from `old` to `new` (values or _ABSENT); a model
+    option the saved run predates may appear at its default."""
     if key in RESUMABLE_KEYS or key.split(".")[0] in RESUMABLE_SECTIONS:
+        return True
+    if old == _ABSENT and key in defaults and new == defaults[key]:
         return True
     if key not in EXTENSIBLE_KEYS or _ABSENT in (old, new):
         return False
@@ -109,14 +123,16 @@ def check_compatible(workdir: str | os.PathLike,
     saved = saved_config(workdir)
     if saved is None:
         return {}
-    old, new = flatten(saved), flatten(config_to_dict(config))
+    plain = config_to_dict(config)
+    old, new, defaults = flatten(saved), flatten(plain), _model_defaults(plain)
     changes = {}
     for key in sorted(old.keys() | new.keys()):
         before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
         if before != after:
             changes[key] = (before, after)
     refused = [f"{key}={before!r} (config says {after!r})"
-               for key, (before, after) in changes.items() if not _resumable(key, before, after)]
+               for key, (before, after) in changes.items()
+               if not _resumable(key, before, after, defaults)]
     if refused:
         raise ConfigError(
             f"{workdir} holds a run trained with a different config: {', '.join(refused)} (fix: "

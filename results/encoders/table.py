@@ -1,9 +1,9 @@
 """The README's table of every encoder from the finished runs of results/encoders/run.sh: per
-model, TREC accuracy, SICK-R Pearson / MSE and SICK-E accuracy on test at the best-dev
+model, TREC accuracy, SICK-R Pearson / MSE, SICK-E and SST-5 accuracy on test at the best-dev
 checkpoint, mean ± std over the seeds present (`jaxenc.training.compare`), and the seeds;
 with --seeds, every seed's value before the mean ("a / b / c = m ± s").
 
-Usage: python results/encoders/table.py [--tasks trec,sick_r,sick_e] [--models KEY,...]
+Usage: python results/encoders/table.py [--tasks trec,sick_r,sick_e,sst5] [--models KEY,...]
                                         [--seeds] [RUNS]   (default /work/runs)
        python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
 e.g. the Dependency-Transformer's table: --tasks sick_e,sst2,mrpc
@@ -23,7 +23,7 @@ MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
           "dt": "Dependency-Transformer (spaCy trees)",
           "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)",
           "transformer": "Transformer",
-          "psan": "PSAN (spaCy-derived phrases)",
+          "psan": "PSAN (spaCy-derived phrases; SST: gold trees)",
           "psan_norm": "PSAN `memory_norm=layer` (spaCy-derived phrases)",
           "psan_level1": "PSAN (1) PSA on the first level only",
           "psan_level2": "PSAN (2) PSA on the second level only",
@@ -35,7 +35,7 @@ MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
           "phrase_transformer": "PhraseTransformer (2-grams)"}
 README_MODELS = ("tree_lstm", "dt", "dt_plain", "transformer", "psan", "psan_norm",
                  "phrase_transformer")
-TASKS = ("trec", "sick_r", "sick_e")  # the README's table
+TASKS = ("trec", "sick_r", "sick_e", "sst5")  # the README's table
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
               "mrpc": "MRPC", "sst5": "SST-5"}
 CELLS = {  # task -> (metric, its column name, scale, format) of each column
