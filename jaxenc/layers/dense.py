@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.dropout import Dropout
 
 GLOROT_UNIFORM = nn.initializers.glorot_uniform()
 
@@ -33,17 +34,20 @@ class DropoutDense(nn.Module):
     """Dense layer whose INPUT is dropped out during training (keep_prob), as in the DiSAN code.
 
     [..., d_in] -> [..., features]; Glorot-uniform kernel, zero bias. `dtype`: the computation
-    dtype (input, kernel and bias are cast to it; the parameters stay float32).
+    dtype (input, kernel and bias are cast to it; the parameters stay float32). `dropout_bits`:
+    random bits per dropout decision (jaxenc/layers/dropout.py; 32 = flax's nn.Dropout).
     """
 
     features: int
     use_bias: bool = True
     keep_prob: float = 1.0
+    dropout_bits: int = 32
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, *, train: bool) -> jax.Array:
-        x = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
+        x = Dropout(rate=1.0 - self.keep_prob, mask_bits=self.dropout_bits,
+                    deterministic=not train)(x)
         kernel = self.param("kernel", GLOROT_UNIFORM, (x.shape[-1], self.features))
         bias = (self.param("bias", nn.initializers.zeros, (self.features,)) if self.use_bias
                 else None)

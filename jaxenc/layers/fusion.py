@@ -17,12 +17,14 @@ class FusionGate(nn.Module):
     """
 
     keep_prob: float = 1.0
+    dropout_bits: int = 32  # random bits per dropout decision (jaxenc/layers/dropout.py)
     dtype: jnp.dtype = jnp.float32  # computation dtype (parameters stay float32)
 
     @nn.compact
     def __call__(self, h: jax.Array, s: jax.Array, *, train: bool) -> jax.Array:
         features = h.shape[-1]
-        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob, dtype=self.dtype,
+        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob,
+                                          dropout_bits=self.dropout_bits, dtype=self.dtype,
                                           name=name)
         gate_logits = (
             dense("context")(s, train=train) + dense("input")(h, train=train)

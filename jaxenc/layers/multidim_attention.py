@@ -54,6 +54,7 @@ import numpy as np
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense, get_activation
+from jaxenc.layers.dropout import Dropout
 from jaxenc.layers.masks import DirectionalMask, Mask, as_mask, at_least_float32, masked_softmax
 
 IMPLEMENTATIONS = ("auto", "dense", "blocked", "directional")
@@ -431,6 +432,7 @@ class Token2TokenAttention(nn.Module):
     score: str = "scaled_tanh"
     c: float = 5.0
     keep_prob: float = 1.0
+    dropout_bits: int = 32  # random bits per dropout decision (jaxenc/layers/dropout.py)
     options: Token2TokenOptions = Token2TokenOptions()
     dtype: jnp.dtype = jnp.float32
 
@@ -438,7 +440,8 @@ class Token2TokenAttention(nn.Module):
     def __call__(self, x: jax.Array, mask: Mask, *, train: bool) -> jax.Array:
         """x [B, n, d]; mask: bool[B, n, n] or a Mask with leading [B] -> [B, n, d]."""
         features, x = x.shape[-1], x.astype(self.dtype)
-        dropped = nn.Dropout(rate=1.0 - self.keep_prob, deterministic=not train)(x)
+        dropped = Dropout(rate=1.0 - self.keep_prob, mask_bits=self.dropout_bits,
+                          deterministic=not train)(x)
         project = lambda name: DropoutDense(features, use_bias=False, dtype=self.dtype,
                                             name=name)(dropped, train=train)
         keys, queries = project("key"), project("query")
@@ -462,12 +465,14 @@ class Source2Token(nn.Module):
 
     activation: str = "elu"
     keep_prob: float = 1.0
+    dropout_bits: int = 32  # random bits per dropout decision (jaxenc/layers/dropout.py)
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
     def __call__(self, x: jax.Array, valid: jax.Array, *, train: bool) -> jax.Array:
         features = x.shape[-1]
-        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob, dtype=self.dtype,
+        dense = lambda name: DropoutDense(features, keep_prob=self.keep_prob,
+                                          dropout_bits=self.dropout_bits, dtype=self.dtype,
                                           name=name)
         hidden = get_activation(self.activation)(dense("hidden")(x, train=train))
         scores = dense("score")(hidden, train=train)

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 
 from jaxenc.data.packing import PackingConfig
 from jaxenc.layers.dense import DropoutDense, get_activation
+from jaxenc.layers.dropout import check_mask_bits
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import DirectionalMask, SegmentMask, length_mask
 from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
@@ -65,6 +66,7 @@ class PSANConfig(EncoderConfig):
       model_dim: d (the embeddings are projected to it when narrower).
       activation: sigma.
       keep_prob: dropout keep probability on the inputs of the linear maps.
+      dropout_bits: random bits per dropout decision (jaxenc/layers/dropout.py).
       psa_impl: one of PSA_IMPLS. "packed" needs the batcher's plan (StructureNeeds.packing).
       block_size: queries per block of the "streaming" implementation.
       packed_chunk: "packed" attends all phrases of a length class at once (0) or this many per
@@ -86,6 +88,9 @@ class PSANConfig(EncoderConfig):
     model_dim: int = 300
     activation: str = "elu"
     keep_prob: float = 0.5
+    # 8: four dropout decisions per 32-bit threefry word (0.5 stays exact; fewer random words
+    # on a CPU, as DiSANConfig.dropout_bits); 32: flax's nn.Dropout, as runs before session 10.
+    dropout_bits: int = 8
     psa_impl: str = "packed"
     block_size: int = 16
     packed_chunk: int = 0
@@ -112,6 +117,7 @@ class PSANConfig(EncoderConfig):
             require(value in options, field, value, f"is not one of {', '.join(options)}", fix)
         require(0.0 < self.keep_prob <= 1.0, "keep_prob", self.keep_prob, "is not in (0, 1]",
                 "0.5 (1.0 for no dropout)")
+        check_mask_bits(self.dropout_bits)
         require(0 <= self.single_level <= self.num_levels, "single_level", self.single_level,
                 f"is not a level in 0..{self.num_levels} (0: every level)", 0)
         require(self.parser in PARSER_NAMES and self.parser != "spacy", "parser", self.parser,
@@ -143,7 +149,8 @@ PhraseAttention = Callable[[jax.Array, int], jax.Array]
 
 def _dense(cfg: PSANConfig, features: int, name: str) -> DropoutDense:
     """A linear map of PSAN: dropout keep_prob on its input, computed in the config's dtype."""
-    return DropoutDense(features, keep_prob=cfg.keep_prob, dtype=cfg.compute_dtype, name=name)
+    return DropoutDense(features, keep_prob=cfg.keep_prob, dropout_bits=cfg.dropout_bits,
+                        dtype=cfg.compute_dtype, name=name)
 
 
 class PhraseSelfAttention(nn.Module):
@@ -158,8 +165,8 @@ class PhraseSelfAttention(nn.Module):
         cfg = self.config
         streamed = cfg.psa_impl == "streaming" or (cfg.psa_impl == "packed" and cfg.packed_chunk)
         attention = Token2TokenAttention(
-            score=cfg.activation, keep_prob=cfg.keep_prob, dtype=cfg.compute_dtype,
-            name="attention",
+            score=cfg.activation, keep_prob=cfg.keep_prob, dropout_bits=cfg.dropout_bits,
+            dtype=cfg.compute_dtype, name="attention",
             options=Token2TokenOptions(
                 attention_impl="blocked" if streamed else "dense", block_size=cfg.block_size,
                 examples_per_step=cfg.packed_chunk if cfg.psa_impl == "packed" else 1))
@@ -229,6 +236,7 @@ class PSAN(nn.Module):
                 memory = normalize(update(memory, context, train=train)) * keep
         memory = memory * keep
         vector = Source2Token(activation=cfg.activation, keep_prob=cfg.keep_prob,
+                              dropout_bits=cfg.dropout_bits,
                               dtype=cfg.compute_dtype, name="summarize")(
             memory, valid, train=train)  # eq. 5
         return encoder_outputs(tokens=memory, sentence=vector, memory=memory, memory_mask=valid)
