@@ -25,6 +25,10 @@ HOST_GOAL = 2000.0  # sentences/s per core
 DT_GOAL = 1.2  # Dependency-Transformer step / plain Transformer step at DT_GOAL_LENGTH
 DT_GOAL_LENGTH = 64
 DISAN_GOALS = ((64, 4.0), (256, 10.0))  # (length, dense / blocked peak memory at least)
+# directional train step at least this many times faster than blocked's at these lengths; both
+# with the model's default dropout (bench/bench_disan.py also times blocked as the issue found
+# it, with 32 random bits per dropout decision)
+DISAN_SPEED_GOAL, DISAN_SPEED_LENGTHS = 1.7, (64, 128)
 LINEAR_SLOPE = 1.25  # memory ~ L^slope counts as ~linear up to this slope
 
 
@@ -233,6 +237,19 @@ def goals(results: Mapping) -> list[dict[str, str]]:
                 f"{ratio:.1f}x ({_peak(dense):,.0f} vs {_peak(rows[label, length]):,.0f} MiB; "
                 f"temp {_ratio(_temp(dense), _temp(rows[label, length])):.1f}x)",
                 NOT_MEASURED if ratio is None else MET if ratio >= least else NOT_MET))
+    if axis and "directional" in axis["choices"] and "blocked" in axis["choices"]:
+        speedups = {length: _ratio(
+            _time(rows.get((axis_label("disan", "attention_impl", "blocked"), length))),
+            _time(rows.get((axis_label("disan", "attention_impl", "directional"), length))))
+            for length in DISAN_SPEED_LENGTHS}
+        measured = {length: ratio for length, ratio in speedups.items() if ratio is not None}
+        out.append(_goal(
+            f"DiSAN directional: train step >= {DISAN_SPEED_GOAL:g}x blocked's at L="
+            f"{', '.join(map(str, DISAN_SPEED_LENGTHS))}",
+            "; ".join(f"L={length}: {ratio:.2f}x" for length, ratio in measured.items())
+            or "not measured",
+            NOT_MEASURED if len(measured) < len(speedups) else
+            MET if min(measured.values()) >= DISAN_SPEED_GOAL else NOT_MET))
     psan = [row for row in results["ratios"]["psan_vs_disan"] if row["peak_ratio"] is not None]
     out.append(_goal(
         "PSAN packed: peak memory below DiSAN dense", "; ".join(
