@@ -74,6 +74,7 @@ from jaxenc.data.batching import bucket_lengths
 from jaxenc.data.packing import PackingConfig
 from jaxenc.data.paths import data_dir
 from jaxenc.errors import ConfigError, JaxencError
+from jaxenc.layers.masks import DirectionalMask
 from jaxenc.layers.multidim_attention import IMPLEMENTATIONS, resolve_impl
 from jaxenc.models import phrase_transformer, psan
 from jaxenc.models.registry import ENCODERS, build_encoder, encoder_config, structure_spec
@@ -106,11 +107,16 @@ class Axis(NamedTuple):
     resolve: Callable[[Mapping[str, Any], int], str] | None = None
 
 
+def disan_impl(cfg: Mapping[str, Any], length: int) -> str:
+    """The token2token kernel a DiSAN config computes at this length: its attention, like the
+    model's, has directional masks and the scaled tanh bounded by c."""
+    return resolve_impl(cfg["attention_impl"], length, cfg["blocked_threshold"],
+                        DirectionalMask(np.zeros(1, np.int32), "forward"), cfg["c"])
+
+
 AXES: dict[str, Axis] = {
     "disan": Axis("attention_impl", tuple(i for i in IMPLEMENTATIONS if i != "auto"), "dense",
-                  same_work=lambda impl: "dense",
-                  resolve=lambda cfg, length: resolve_impl(cfg["attention_impl"], length,
-                                                           cfg["blocked_threshold"])),
+                  same_work=lambda impl: "dense", resolve=disan_impl),
     "psan": Axis("psa_impl", psan.PSA_IMPLS, "dense", same_work={"streaming": "dense"}.get),
     "phrase_transformer": Axis("phase2", phrase_transformer.PHASE2, "dense"),
     "dependency_transformer": Axis("variant", ("full", "transformer"), "transformer"),

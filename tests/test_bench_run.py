@@ -6,7 +6,14 @@ sanity, never for its timings."""
 import json
 import math
 
-from bench import run
+import jax
+import jax.numpy as jnp
+import pytest
+
+from bench import report, run
+from jaxenc.layers import multidim_attention
+from jaxenc.layers.multidim_attention import resolve_impl
+from jaxenc.models.registry import build_encoder
 
 MODELS = ("bag", "transformer")
 
@@ -66,3 +73,23 @@ def test_the_attention_loops_are_set_for_the_backend():
             assert config.packed_chunk == 0
         if variant.model == "disan":
             assert config.examples_per_step == 0
+
+
+@pytest.mark.parametrize("length", [8, 16, 64])
+def test_disan_preset_line_is_the_kernel_the_model_computes(length, monkeypatch):
+    """The report's DiSAN row (and its encode timing) is the variant `auto` really picks:
+    recorded while tracing the model itself, directional masks and scaled tanh included."""
+    picked = []
+
+    def recording(*args, **kwargs):
+        picked.append(resolve_impl(*args, **kwargs))
+        return picked[-1]
+
+    monkeypatch.setattr(multidim_attention, "resolve_impl", recording)
+    widths = {"disan": dict(embed_dim=6, hidden=4)}
+    model = build_encoder(run.Variant("disan", "disan").config(widths), 11)
+    batch = {"tokens": jnp.ones((2, length), jnp.int32), "lengths": jnp.full((2,), length)}
+    jax.eval_shape(lambda: model.init(jax.random.key(0), batch, train=False))
+    plan = run.plan_variants(["disan"], ("float32",), widths)
+    assert set(picked) == {"dense" if length < 16 else "directional"}
+    assert plan.lines["disan"](length) == report.axis_label("disan", "attention_impl", picked[0])
