@@ -315,10 +315,13 @@ def _table(header: Sequence[str], body: Iterable[Sequence[Any]]) -> list[str]:
 
 
 def _cell(row: Mapping | None, value: float | None, digits: int = 0) -> str:
-    """A measured value, or why there is none (its status)."""
+    """A measured value, or why there is none (its status; "not timed" for a variant that ran
+    but was not timed this way, e.g. encode for a variant other than the preset)."""
     if value is not None:
         return _number(value, digits)
-    return "—" if row is None else f"({row['status']})"
+    if row is None:
+        return "—"
+    return "(not timed)" if row["status"] == "ok" else f"({row['status']})"
 
 
 def write(results: Mapping, out: Path) -> None:
