@@ -9,7 +9,8 @@ kernel that computes every key and masks half away. Reported per variant:
     and workspace beside the arguments and outputs; `peak MiB` adds arguments and outputs.
     Compile-only, so it is reported at every length, even those too big to run.
   - step ms / cpu ms: median wall-clock and process-CPU time over interleaved repeats (variants
-    take turns, so load drifts hit all alike; CPU time is less sensitive to a shared machine).
+    take turns, so load drifts hit all alike, each timed call right after an untimed one of the
+    same step; CPU time is less sensitive to a shared machine).
     `vs blk` = the fastest blocked variant's median step time / this one's (same run), where
     blocked is timed with 32 random bits per dropout decision (`dropout_bits`, flax's
     nn.Dropout): the step as issue 13 found it. The other variants use `--dropout_bits`

@@ -9,7 +9,8 @@ of the config's width (the word-vector file changes nothing that is timed). The 
 are featurised and put on the device first, so an epoch times the jitted train steps only. A
 warm-up epoch compiles every bucket shape; then the models take turns, `--repeats` epochs each,
 and the median is reported, with the test pass (the jitted evaluation step over every test
-batch) measured the same way.
+batch) measured the same way. Turns are not settled (`bench.common.time_in_turns`): an epoch
+repeats its own steps, so only its first inherits the other model's state.
 
     python -m bench.bench_epoch --dataset sick_e --repeats 2 \
         --out results/dependency_transformer/epoch_sick_e.md
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             print(f"{label}: {rows[-1]['steps']} steps per epoch, built", flush=True)
         timings = time_in_turns({**{f"{r['label']} epoch": (r["epoch"], ()) for r in rows},
                                  **{f"{r['label']} test": (r["test"], ()) for r in rows}},
-                                args.repeats)
+                                args.repeats, settle=False)
         for row in rows:
             row["epoch_s"] = timings[f"{row['label']} epoch"].wall
             row["test_s"] = timings[f"{row['label']} test"].wall

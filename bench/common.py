@@ -4,7 +4,9 @@ loop bodies times their trip counts), compilation counting, a generic encoder tr
 step, one-core pinning for host rates, and synthetic batches with real-shaped structure arrays.
 
 Timings are medians over interleaved repeats (variants take turns, so load drifts on a shared
-machine hit all alike); ratios are only ever taken between variants measured in the same run.
+machine hit all alike), each timed call right after an untimed call of the same step (so no step
+inherits the state of the variant before it); ratios are only ever taken between variants
+measured in the same run.
 """
 
 from __future__ import annotations
@@ -231,12 +233,21 @@ class Timing(NamedTuple):
 
 
 def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeats: int, *,
-                  budget_s: float | None = None) -> dict[str, Timing]:
+                  budget_s: float | None = None, settle: bool = True) -> dict[str, Timing]:
     """name -> Timing of each step(*arguments), warmed up once, the variants taking turns in every
     repeat. `arguments` is one tuple, or a Rotation of tuples used in turn. With `budget_s`, a
-    step whose warm-up call took w seconds gets max(1, min(repeats, budget_s / w - 1)) timed
-    calls, so no variant takes much longer than the budget."""
+    step whose warm-up call took w seconds gets max(1, min(repeats, budget_s / (k w) - 1)) timed
+    calls (k = 2 with `settle`, else 1), so no variant takes much longer than the budget.
+
+    settle: each timed call follows an untimed call of the same step in its turn, so it is timed
+    as in training, where the same step repeats. Without it a step is timed right after another
+    variant's and inherits that one's state: after DiSAN's dense step (3.8 GiB at batch 64,
+    L 64) the next variant's step was 1.3-1.4x slower (bench/bench_disan.py; every XLA:CPU step
+    maps and first-touches its temp buffer, e.g. 72k page faults for 283 MiB), which biased any
+    ratio of two variants by the turn order (results/disan/speed.md, "Session 11").
+    """
     counter = _compile_events()
+    calls_per_timed = 2 if settle else 1
 
     def arguments_of(name: str, call: int) -> tuple:
         arguments = steps[name][1]
@@ -245,7 +256,8 @@ def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeat
     calls = {}
     for name, (step, _) in steps.items():
         warm_up = timed(lambda step=step, name=name: step(*arguments_of(name, 0)))[0]
-        allowed = repeats if budget_s is None else int(budget_s / max(warm_up, 1e-9)) - 1
+        allowed = (repeats if budget_s is None
+                   else int(budget_s / (calls_per_timed * max(warm_up, 1e-9))) - 1)
         calls[name] = max(1, min(repeats, allowed))
     wall = {name: [] for name in steps}
     cpu = {name: [] for name in steps}
@@ -256,6 +268,8 @@ def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeat
                 continue
             arguments = arguments_of(name, call + 1)
             before = counter[0]
+            if settle:
+                timed(lambda step=step, arguments=arguments: step(*arguments))
             seconds, cpu_seconds = timed(lambda step=step, arguments=arguments: step(*arguments))
             compiles[name] += counter[0] - before
             wall[name].append(seconds)

@@ -20,8 +20,10 @@ trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in traini
     = temp + arguments + outputs); FLOPs: XLA's compiled cost analysis (a loop body counts once:
     such counts are lower bounds, or borrowed from a loop-free implementation of the same math);
   - sentences/s and tokens/s: median over repeats after a warm-up call, every variant taking turns
-    in each repeat (load drift on a shared machine hits all alike), each call on another batch of
-    the same shapes; achieved FLOP/s as a fraction of the f32 matmul peak measured in this run;
+    in each repeat (load drift on a shared machine hits all alike), each timed call right after
+    an untimed one of the same step (`bench.common.time_in_turns`: a step timed right after a
+    bigger variant's was up to 1.4x slower), each call on another batch of the same shapes;
+    achieved FLOP/s as a fraction of the f32 matmul peak measured in this run;
   - recompiles: XLA compilations during the timed calls (jax.monitoring) and extra entries in the
     jitted function's cache; must be 0.
 Variants: every requested model at its preset; every choice of its implementation axis (AXES:
