@@ -266,11 +266,11 @@ def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeat
         for name, (step, _) in steps.items():
             if call >= calls[name]:
                 continue
-            arguments = arguments_of(name, call + 1)
+            run = functools.partial(step, *arguments_of(name, call + 1))
             before = counter[0]
             if settle:
-                timed(lambda step=step, arguments=arguments: step(*arguments))
-            seconds, cpu_seconds = timed(lambda step=step, arguments=arguments: step(*arguments))
+                timed(run)
+            seconds, cpu_seconds = timed(run)
             compiles[name] += counter[0] - before
             wall[name].append(seconds)
             cpu[name].append(cpu_seconds)
