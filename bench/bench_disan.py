@@ -14,7 +14,9 @@ kernel that computes every key and masks half away. Reported per variant:
     `vs blk` = the fastest blocked variant's median step time / this one's (same run), where
     blocked is timed with 32 random bits per dropout decision (`dropout_bits`, flax's
     nn.Dropout): the step as issue 13 found it. The other variants use `--dropout_bits`
-    (default 8, DiSANConfig's default since session 10: four decisions per random word); with
+    (default 0, DiSANConfig's default since session 12: the fewest bits that hold the keep
+    probability 0.75 exactly, 2, i.e. sixteen decisions per random word; the `bits` column shows
+    the resolved width); with
     --blocked_at_default_bits, blocked is also timed with them (`vs blk` still refers to 32).
   - GFLOP: FLOPs of the step counted from its jaxpr, every loop body times its trip count
     (`bench.common.jaxpr_cost`: 2mnk per matmul, 1 per element of an elementwise op, the
@@ -53,10 +55,12 @@ from bench.common import (
 )
 from jaxenc import cli
 from jaxenc.layers import multidim_attention
+from jaxenc.layers.dropout import AUTO_BITS, resolve_mask_bits
 from jaxenc.models import disan
 
 FLOOR = "no t2t"
 REFERENCE_BITS = 32  # blocked's dropout as the issue found it: one random word per decision
+KEEP_PROB = 0.75  # DiSAN's on SNLI (disan.md)
 
 
 @contextlib.contextmanager
@@ -81,7 +85,7 @@ def encoder_config(impl: str, block_size: int | None, dropout_bits: int, embed_d
                    hidden: int) -> disan.DiSANConfig:
     """The SNLI configuration with the given attention implementation (block_size: blocked and
     directional only; the floor variant is traced with `without_token2token`)."""
-    return disan.DiSANConfig(embed_dim=embed_dim, hidden=hidden, keep_prob=0.75,
+    return disan.DiSANConfig(embed_dim=embed_dim, hidden=hidden, keep_prob=KEEP_PROB,
                              attention_impl="blocked" if impl == FLOOR else impl,
                              block_size=block_size or 1, blocked_threshold=0,
                              dropout_bits=dropout_bits)
@@ -106,7 +110,7 @@ def benchmark_length(length: int, variants: list[Variant], to_run: list[Variant]
             cost = counted_cost(loss_and_grads(model), *steps[variant][1])
         temp, peak = memory_mib(steps[variant][0])
         rows[variant] = dict(length=length, impl=variant[0], block=variant[1] or "-",
-                             bits=variant[2], temp=temp,
+                             bits=resolve_mask_bits(KEEP_PROB, variant[2]), temp=temp,
                              peak=peak, flops=cost["flops"], trans=cost["transcendentals"],
                              xla_flops=xla_flops(steps[variant][0]), ms=None)
     load_before = os.getloadavg()[0]
@@ -165,10 +169,12 @@ def main() -> None:
     parser.add_argument("--no_dense", action="store_true", help="leave the dense variant out")
     parser.add_argument("--floor", action="store_true",
                         help="also time the step without the n^2 attention (module docstring)")
-    parser.add_argument("--dropout_bits", type=int, default=8,
+    parser.add_argument("--dropout_bits", type=int, default=AUTO_BITS,
                         help="random bits per dropout decision of every variant but the "
                              f"reference blocked one ({REFERENCE_BITS}, the step as issue 13 "
-                             "found it); 8 is DiSANConfig's default")
+                             f"found it); {AUTO_BITS}: DiSANConfig's default, the fewest that "
+                             f"hold keep_prob {KEEP_PROB} exactly "
+                             f"({resolve_mask_bits(KEEP_PROB, AUTO_BITS)})")
     parser.add_argument("--blocked_at_default_bits", action="store_true",
                         help="also time blocked with --dropout_bits")
     parser.add_argument("--batch", type=int, default=64)

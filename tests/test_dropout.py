@@ -1,4 +1,4 @@
-"""Dropout with 8 / 16 random bits per decision (jaxenc/layers/dropout.py) against a numpy
+"""Dropout with 2 / 4 / 8 / 16 random bits per decision (jaxenc/layers/dropout.py) against a numpy
 reference, flax's nn.Dropout at 32 bits, and the statistics dropout must have."""
 
 import flax.linen as nn
@@ -9,7 +9,7 @@ import pytest
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense
-from jaxenc.layers.dropout import Dropout, quantized_keep_prob
+from jaxenc.layers.dropout import AUTO_BITS, Dropout, quantized_keep_prob, resolve_mask_bits
 from jaxenc.models.registry import build_encoder
 from train.configs import base
 
@@ -38,8 +38,8 @@ def numpy_reference(x, keep_prob, bits, seed=0):
     return np.where(draws < threshold, np.asarray(x) * (2 ** bits / threshold), 0.0)
 
 
-@pytest.mark.parametrize("bits", [8, 16])
-@pytest.mark.parametrize("features", [7, 12])
+@pytest.mark.parametrize("bits", [2, 4, 8, 16])
+@pytest.mark.parametrize("features", [7, 12, 17])
 def test_masks_equal_the_numpy_reference(bits, features):
     x = jax.random.normal(jax.random.key(3), (3, 5, features))
     np.testing.assert_allclose(dropped(x, 0.7, bits), numpy_reference(x, 0.7, bits), rtol=1e-6)
@@ -71,7 +71,7 @@ def test_dropout_dense_at_32_bits_keeps_the_random_stream_of_nn_dropout():
     np.testing.assert_array_equal(now, Before().apply(params, x, rngs=rngs))
 
 
-@pytest.mark.parametrize("bits", [8, 16])
+@pytest.mark.parametrize("bits", [2, 8, 16])
 @pytest.mark.parametrize("keep_prob", [0.75, 0.7, 0.5])
 def test_keep_rate_scale_and_independence(bits, keep_prob):
     x = jnp.ones((400, 2500))  # 1M decisions: the keep rate's std is < 5e-4
@@ -88,7 +88,7 @@ def test_keep_rate_scale_and_independence(bits, keep_prob):
     assert (np.asarray(dropped(x, keep_prob, bits, seed=8)) != out).mean() > 0.1
 
 
-@pytest.mark.parametrize("bits", [8, 16])
+@pytest.mark.parametrize("bits", [2, 8, 16])
 def test_gradient_is_the_mask_over_the_keep_prob(bits):
     x = jax.random.normal(jax.random.key(4), (6, 33))
     grad = jax.grad(lambda v: jnp.sum(dropped(v, 0.75, bits)))(x)
@@ -108,4 +108,21 @@ def test_edges_deterministic_keep_all_and_keep_none():
 @pytest.mark.parametrize("model", ["disan", "psan"])
 def test_models_validate_dropout_bits(model):
     with pytest.raises(ConfigError, match="dropout_bits"):
-        build_encoder(base.model_config(model, dropout_bits=4), 10)
+        build_encoder(base.model_config(model, dropout_bits=3), 10)
+
+
+@pytest.mark.parametrize("keep_prob, bits", [(0.75, 2), (0.5, 2), (0.8125, 4), (0.25, 2),
+                                             (0.7, 8), (0.9, 8), (0.6992, 8)])
+def test_auto_bits_are_the_fewest_that_hold_the_keep_prob_exactly(keep_prob, bits):
+    assert resolve_mask_bits(keep_prob, AUTO_BITS) == bits
+    assert resolve_mask_bits(keep_prob, 16) == 16  # an explicit width is kept
+    x = jax.random.normal(jax.random.key(5), (4, 6, 40))
+    np.testing.assert_array_equal(dropped(x, keep_prob, AUTO_BITS), dropped(x, keep_prob, bits))
+    if bits < 8:
+        assert quantized_keep_prob(keep_prob, AUTO_BITS) == keep_prob
+
+
+def test_models_default_to_auto_bits():
+    """DiSAN's 0.75 draws 2 bits per decision, the default config's 0.9 draws 8 (as before)."""
+    assert build_encoder(base.model_config("disan"), 10).config.dropout_bits == AUTO_BITS
+    assert resolve_mask_bits(base.model_config("disan").keep_prob, AUTO_BITS) == 2

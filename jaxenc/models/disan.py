@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.dropout import check_mask_bits
+from jaxenc.layers.dropout import AUTO_BITS, check_mask_bits
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.fusion import FusionGate
 from jaxenc.layers.masks import DirectionalMask, length_mask
@@ -59,11 +59,13 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
     c: float = 5.0
     activation: str = "elu"
     keep_prob: float = 0.75
-    # 8: one 32-bit threefry word gives four dropout decisions, the keep probability rounded to
-    # a multiple of 1/256 (0.75 exact, SST's 0.7 -> 0.6992); the DiSAN train step at batch 64,
-    # 64 tokens, d 300 is ~1.2x faster on a CPU (results/disan/speed.md). 32: flax's nn.Dropout,
-    # one word per decision, as every run before session 10 (their results reproduce with it).
-    dropout_bits: int = 8
+    # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
+    # (2 for 0.75: sixteen decisions per 32-bit threefry word; 8 for SST's 0.7, rounded to
+    # 179/256 = 0.6992); the DiSAN train step at batch 64, 64 tokens, d 300 is ~1.25x faster
+    # on a CPU than with one word per decision (results/disan/speed.md). 8: every run of
+    # sessions 10-11 (their results reproduce with it); 32: flax's nn.Dropout, one word per
+    # decision, as every run before session 10.
+    dropout_bits: int = AUTO_BITS
 
     def validate(self) -> None:
         get_activation(self.activation)  # one-line ConfigError for an unknown name

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 
 from jaxenc.data.packing import PackingConfig
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.dropout import check_mask_bits
+from jaxenc.layers.dropout import AUTO_BITS, check_mask_bits
 from jaxenc.layers.embed import WordEmbed
 from jaxenc.layers.masks import DirectionalMask, SegmentMask, length_mask
 from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
@@ -88,9 +88,10 @@ class PSANConfig(EncoderConfig):
     model_dim: int = 300
     activation: str = "elu"
     keep_prob: float = 0.5
-    # 8: four dropout decisions per 32-bit threefry word (0.5 stays exact; fewer random words
-    # on a CPU, as DiSANConfig.dropout_bits); 32: flax's nn.Dropout, as runs before session 10.
-    dropout_bits: int = 8
+    # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
+    # (2 for 0.5: fewer random words on a CPU, as DiSANConfig.dropout_bits); 8: the runs of
+    # sessions 10-11; 32: flax's nn.Dropout, as runs before session 10.
+    dropout_bits: int = AUTO_BITS
     psa_impl: str = "packed"
     block_size: int = 16
     packed_chunk: int = 0
