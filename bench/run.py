@@ -28,9 +28,11 @@ trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in traini
     jitted function's cache; must be 0.
 Variants: every requested model at its preset; every choice of its implementation axis (AXES:
 DiSAN's attention_impl, PSAN's psa_impl, PhraseTransformer's phase2, the Dependency-Transformer
-with and without relations); with --dtype bfloat16/both, each model's preset with
-model.dtype=bfloat16 (parameters f32, compute bf16; a model that refuses it is reported); and a
-plain Transformer of each model's width (the per-model reference).
+with and without relations); DiSAN's blocked step as issue 13 found it (flax's dropout, 32 random
+bits per decision: the reference of its speed goal, report.DISAN_ISSUE_BLOCKED); with --dtype
+bfloat16/both, each model's preset with model.dtype=bfloat16 (parameters f32, compute bf16; a
+model that refuses it is reported); and a plain Transformer of each model's width (the
+per-model reference).
 Guards, so the run never hangs or swaps: a variant is only compiled when the compile time
 predicted from shorter lengths is under --max_compile_s, only run when its compiled peak memory is
 under --memory_fraction of the available memory and its step time predicted from shorter lengths
@@ -230,6 +232,10 @@ def plan_variants(models: Sequence[str], dtypes: Sequence[str], widths: Mapping)
             if "float32" in dtypes:
                 variants += [Variant(report.axis_label(model, axis.field, value), model,
                                      ((axis.field, value),)) for value in axis.choices]
+                if model == "disan":
+                    variants.append(Variant(report.DISAN_ISSUE_BLOCKED, model,
+                                            (("attention_impl", "blocked"),
+                                             ("dropout_bits", 32))))
             preset = Variant(model, model).config(widths)
             resolve = axis.resolve or (lambda cfg, length, field=axis.field: cfg[field])
             lines[model] = functools.partial(
