@@ -607,3 +607,19 @@ def test_every_config_names_known_parts(name):
     for name, model_cfg in config.baselines.items():
         assert model_cfg.name == name
     assert build_encoder(config.model, vocab_size=10) is not None
+
+
+@pytest.mark.parametrize("keep_prob, resumes", [(0.9, True), (0.75, False)])
+def test_dropout_bits_that_draw_the_same_bits_resume(tmp_path, keep_prob, resumes):
+    """A DiSAN run saved with dropout_bits=8 resumes under the default 0 where 0 also draws 8
+    bits (keep_prob 0.9), and is refused where it draws 2 (0.75: another random stream)."""
+    saved = base.get_config("disan,synthetic")
+    saved.model.update(dict(keep_prob=keep_prob, dropout_bits=8))
+    checkpointing.save_run_files(tmp_path, saved, {})
+    other = base.get_config("disan,synthetic")
+    other.model.update(dict(keep_prob=keep_prob, dropout_bits=0))
+    if resumes:
+        assert checkpointing.check_compatible(tmp_path, other) == {}
+    else:
+        with pytest.raises(ConfigError, match=r"model.dropout_bits=8 \(config says 0\)"):
+            checkpointing.check_compatible(tmp_path, other)

@@ -19,10 +19,11 @@ key blocks the forward/backward mask allows, about half; jaxenc/layers/multidim_
 attention_impl="auto" takes directional from `blocked_threshold` tokens up: on a CPU,
 bench/bench_disan.py measures blocked's training step 1.3-2.8x faster than dense from 16 tokens
 up with 3.4x (16 tokens) to 88x (512) less memory, and directional's 1.1x (16 tokens), 1.3x
-(32), 1.4-1.6x (64 and 128) faster than blocked's, memory still linear in n; with 8-bit dropout
-(`dropout_bits`, jaxenc/layers/dropout.py) 1.5-1.8x (64) and 1.9-2.2x (128) (results/disan/
-speed.md). `examples_per_step` (1 on a CPU, 0 = the whole batch on accelerators) is part of the
-config, so nothing depends on the tracing backend.
+(32), 1.4-1.6x (64 and 128) faster than blocked's, memory still linear in n; with the default
+2-bit dropout masks (`dropout_bits`, jaxenc/layers/dropout.py) 1.6-1.75x (64) and 1.8-2.1x (128)
+the blocked step with flax's dropout (results/disan/speed.md). `examples_per_step` (1 on a
+CPU, 0 = the whole batch on accelerators) is part of the config, so nothing depends on the
+tracing backend.
 """
 
 from __future__ import annotations

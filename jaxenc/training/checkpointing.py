@@ -35,6 +35,7 @@ import orbax.checkpoint as ocp
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.files import write_text_atomic
+from jaxenc.layers.dropout import resolve_mask_bits
 from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.training import integrity
 from jaxenc.training.state import TrainState
@@ -95,14 +96,24 @@ def _model_defaults(config: Mapping) -> dict[str, Any]:
     """{"model.FIELD": default} of the model `config` (plain values) names: an option added to
     the model after a run was saved may resume at its default. For most such options that is
     what the model computed before; `dropout_bits` (session 10) is not: a DiSAN or PSAN run saved
-    before it resumes with 8-bit dropout masks (the same dropout in distribution, another random
-    stream) unless the config says model.dropout_bits=32."""
+    before it resumes with the default's narrower dropout masks (the same dropout in
+    distribution, another random stream) unless the config says model.dropout_bits=32."""
     name = config.get("model", {}).get("name")
     try:
         defaults = encoder_spec(name).config().to_dict()
     except ConfigError:  # an unknown model: building it fails with its own message
         return {}
     return flatten(json.loads(json.dumps(defaults)), "model.")
+
+
+def _same_dropout(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether two flat configs' model.dropout_bits draw the same bits (0 picks them from
+    keep_prob): a run saved with 8 resumes under the default 0 where that also means 8."""
+    bits = [config.get("model.dropout_bits") for config in (old, new)]
+    keep = [config.get("model.keep_prob") for config in (old, new)]
+    if not all(isinstance(value, int) for value in bits) or keep[0] != keep[1] or keep[0] is None:
+        return False
+    return resolve_mask_bits(keep[0], bits[0]) == resolve_mask_bits(keep[1], bits[1])
 
 
 def _resumable(key: str, old: Any, new: Any, defaults: Mapping[str, Any]) -> bool:
@@ -131,7 +142,7 @@ def check_compatible(workdir: str | os.PathLike,
     changes = {}
     for key in sorted(old.keys() | new.keys()):
         before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
-        if before != after:
+        if before != after and not (key == "model.dropout_bits" and _same_dropout(old, new)):
             changes[key] = (before, after)
     refused = [f"{key}={before!r} (config says {after!r})"
                for key, (before, after) in changes.items()
