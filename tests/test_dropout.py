@@ -112,7 +112,7 @@ def test_models_validate_dropout_bits(model):
 
 
 @pytest.mark.parametrize("keep_prob, bits", [(0.75, 2), (0.5, 2), (0.8125, 4), (0.25, 2),
-                                             (0.7, 8), (0.9, 8), (0.6992, 8)])
+                                             (0.7, 8), (0.9, 8), (0.6992, 8), (1, 2)])
 def test_auto_bits_are_the_fewest_that_hold_the_keep_prob_exactly(keep_prob, bits):
     assert resolve_mask_bits(keep_prob, AUTO_BITS) == bits
     assert resolve_mask_bits(keep_prob, 16) == 16  # an explicit width is kept

@@ -35,7 +35,7 @@ def resolve_mask_bits(keep_prob: float, mask_bits: int) -> int:
     fewest of AUTO_CHOICES whose multiples of 2^-bits include keep_prob (8 when none does)."""
     if mask_bits != AUTO_BITS:
         return mask_bits
-    exact = [bits for bits in AUTO_CHOICES if (keep_prob * 2 ** bits).is_integer()]
+    exact = [bits for bits in AUTO_CHOICES if float(keep_prob * 2 ** bits).is_integer()]
     return exact[0] if exact else AUTO_CHOICES[-1]
 
 
