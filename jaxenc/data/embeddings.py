@@ -1,6 +1,9 @@
-"""Pretrained word vectors for a vocabulary, streamed from GloVe or word2vec text files.
+"""Pretrained word vectors for a vocabulary, streamed from GloVe or word2vec text files or read
+from a named source (a registered name such as "glove-6b-50d": vectors shipped as a pip package,
+see `jaxenc.data.named_vectors`).
 
-Only the vocabulary's rows are kept, so a 5 GB GloVe 840B file costs one pass and O(V d) memory.
+Only the vocabulary's rows are kept, so a 5 GB GloVe 840B file costs one pass and O(V d) memory;
+a named source is memory-mapped and only the rows the vocabulary needs are copied.
 Words without a vector are handled by one of three policies from the papers:
 
 - "random" (DiSAN): each gets its own U(-0.05, 0.05) vector.
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxenc.data.named_vectors import NAMED_VECTORS, PackagedVectors, is_named, open_named
 from jaxenc.data.vocab import NUM_SPECIAL, PAD, ROOT, Vocabulary
 from jaxenc.errors import ConfigError, DataError
 
@@ -32,12 +36,13 @@ NUM_HASH_BUCKETS = 128
 
 @dataclasses.dataclass(frozen=True)
 class Coverage:
-    """How much of a vocabulary (and of the data's tokens) a vectors file covers.
+    """How much of a vocabulary (and of the data's tokens) vector sources cover.
 
     Attributes:
-      path: the vectors file.
+      path: the vector sources, comma-separated (file paths and names).
       dim: vector size.
-      lines_read: vector lines in the file (invalid ones included, a word2vec header excluded).
+      lines_read: vector lines in the files (invalid ones included, a word2vec header excluded)
+        plus the rows of the named sources.
       invalid_lines: lines skipped because they are not valid UTF-8.
       num_types: regular words in the vocabulary (special tokens excluded).
       types_exact: of those, found verbatim in the file.
@@ -87,7 +92,7 @@ class Vectors:
 
     Attributes:
       matrix: float32[V, d], row i for vocabulary id i; the PAD row is zero.
-      found: bool[V], True where the row came from the file (verbatim or lower-cased word).
+      found: bool[V], True where the row came from a source (verbatim or lower-cased word).
       coverage: counts for the report (`print(vectors.coverage)`).
     """
 
@@ -180,21 +185,25 @@ def _fallback_index(vocab: Vocabulary) -> dict[str, list[int]]:
     return index
 
 
-def vector_paths(path: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """The existing vector files named by `path`: one path, "A,B" or a sequence of paths."""
+def vector_sources(path: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path | str]:
+    """The vector sources given by `path` (one entry, "A,B" or a sequence), in order: the strings
+    that are registered names (NAMED_VECTORS) as they are, the others as existing files.
+
+    A name wins over a file of that name in the working directory (write ./NAME for the file)."""
     if isinstance(path, str):
-        names = [part for part in path.split(",") if part]
+        entries = [part for part in path.split(",") if part]
     elif isinstance(path, os.PathLike):
-        names = [path]
+        entries = [path]
     else:
-        names = list(path)
-    paths = [Path(name) for name in names]
-    for candidate in paths or [Path(str(path))]:
-        if not candidate.is_file():
+        entries = list(path)
+    sources = [entry if is_named(entry) else Path(entry) for entry in entries]
+    for candidate in sources or [Path(str(path))]:
+        if isinstance(candidate, Path) and not candidate.is_file():
             raise DataError("word vectors file not found", path=candidate,
                             fix="download GloVe (https://nlp.stanford.edu/projects/glove/) and "
-                            "point the embeddings path at the .txt file(s), comma-separated")
-    return paths
+                            "point the embeddings path at the .txt file(s), comma-separated, or "
+                            f"name a packaged source ({', '.join(NAMED_VECTORS)})")
+    return sources
 
 
 @dataclasses.dataclass
@@ -241,7 +250,8 @@ def _vector_lines(paths: Sequence[Path], reading: _Reading, expected_dim: int | 
                             "re-download it")
 
 
-def _check_dim(dim: int, expected_dim: int | None, path: Path, number: int) -> None:
+def _check_dim(dim: int, expected_dim: int | None, path: Path | str, number: int | None
+               ) -> None:
     """DataError for vectors without numbers or of another size than `expected_dim`."""
     if dim < 1:
         raise DataError("the first vector line has no numbers", path=path, line=number,
@@ -254,25 +264,58 @@ def _check_dim(dim: int, expected_dim: int | None, path: Path, number: int) -> N
 
 def vector_words(path: str | os.PathLike | Sequence[str | os.PathLike],
                  limit: int | None = None) -> list[str]:
-    """The distinct words of vectors file(s) (as `load_vectors` reads them), in file order; at
-    most `limit` of them (GloVe lists the most frequent words first)."""
+    """The distinct words of vector sources (as `load_vectors` reads them), in source and file
+    (row) order; at most `limit` of them (GloVe lists the most frequent words first)."""
     words: dict[str, None] = {}
-    for _, _, word, _ in _vector_lines(vector_paths(path), _Reading()):
-        if limit is not None and len(words) >= limit:
-            break
-        words.setdefault(word)
+    reading = _Reading()
+    for source in vector_sources(path):
+        if isinstance(source, str):
+            source_words = open_named(source).words
+        else:
+            source_words = (word for _, _, word, _ in _vector_lines([source], reading))
+        for word in source_words:
+            if limit is not None and len(words) >= limit:
+                return list(words)
+            words.setdefault(word)
     return list(words)
+
+
+def _copy_named_rows(named: PackagedVectors, ids: Mapping[str, int],
+                     fallback: Mapping[str, Sequence[int]], matrix: np.ndarray,
+                     exact: np.ndarray, lower: np.ndarray) -> None:
+    """Copies the rows of a named source into `matrix` float32[V, d], in place: a word not yet
+    found verbatim takes its own row, then a word found neither way its lower-cased form's row
+    (`fallback`: lower-cased form -> ids). Updates `exact` and `lower` (bool[V])."""
+    targets, rows = [], []
+    for word, i in ids.items():
+        row = named.rows.get(word)
+        if row is not None and not exact[i]:
+            targets.append(i)
+            rows.append(row)
+    matrix[targets], exact[targets] = named.take(rows), True
+    targets, rows = [], []
+    for form, candidates in fallback.items():
+        row = named.rows.get(form)
+        if row is None:
+            continue
+        for i in candidates:
+            if not exact[i] and not lower[i]:
+                targets.append(i)
+                rows.append(row)
+    matrix[targets], lower[targets] = named.take(rows), True
 
 
 def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: Vocabulary, *,
                  oov: str = "random", seed: int = 0, lowercase_fallback: bool = True,
                  expected_dim: int | None = None,
                  token_counts: Mapping[str, int] | None = None) -> Vectors:
-    """Reads the rows of `vocab`'s words from GloVe (`word v1 ... vd`) or word2vec text files.
+    """Reads the rows of `vocab`'s words from GloVe (`word v1 ... vd`) or word2vec text files
+    and named sources.
 
     Args:
-      path: the vectors file (optionally .gz; a first line "count dim" marks word2vec format), or
-        several files of one dimension (a comma-separated string or a sequence), read in order.
+      path: the vectors file (optionally .gz; a first line "count dim" marks word2vec format) or
+        registered name (NAMED_VECTORS, e.g. "glove-6b-50d"), or several of one dimension (a
+        comma-separated string or a sequence), read in order.
       vocab: the vocabulary whose rows are wanted (special tokens are never looked up).
       oov: "random" | "hashed" | "drop", the policy for words without a vector (module doc).
       seed: seed of the OOV vectors.
@@ -282,37 +325,47 @@ def load_vectors(path: str | os.PathLike | Sequence[str | os.PathLike], vocab: V
 
     Returns:
       Vectors(matrix float32[len(vocab), d], found bool[len(vocab)], coverage). Lines that are not
-      valid UTF-8 are skipped and counted; a word's first line (in file order) wins.
+      valid UTF-8 are skipped and counted. A word's own vector wins over its lower-cased form's;
+      among sources, the first (in source and file order) that has the word wins.
     """
     if oov not in OOV_POLICIES:
         raise ConfigError(f"unknown OOV policy {oov!r}; choose one of {OOV_POLICIES}")
-    paths = vector_paths(path)
+    sources = vector_sources(path)
     ids = {token: i for i, token in enumerate(vocab.tokens) if i >= NUM_SPECIAL}
     fallback = _fallback_index(vocab) if lowercase_fallback else {}
     exact = np.zeros(len(vocab), dtype=bool)
     lower = np.zeros(len(vocab), dtype=bool)
     matrix, reading = None, _Reading()
-    for path, number, word, numbers in _vector_lines(paths, reading, expected_dim):
-        if matrix is None:
-            matrix = np.zeros((len(vocab), reading.dim), dtype=np.float32)
-        target, lower_targets = ids.get(word), fallback.get(word, ())
-        if (target is None or exact[target]) and not lower_targets:
+    for source in sources:
+        if isinstance(source, str):
+            named = open_named(source)
+            _check_dim(named.dim, reading.dim or expected_dim, source, None)
+            reading.dim, reading.lines_read = named.dim, reading.lines_read + len(named.words)
+            if matrix is None:
+                matrix = np.zeros((len(vocab), reading.dim), dtype=np.float32)
+            _copy_named_rows(named, ids, fallback, matrix, exact, lower)
             continue
-        vector = _parse_numbers(numbers, path, number)
-        if target is not None and not exact[target]:
-            matrix[target], exact[target] = vector, True
-        for i in lower_targets:
-            if not exact[i] and not lower[i]:
-                matrix[i], lower[i] = vector, True
+        for path, number, word, numbers in _vector_lines([source], reading, expected_dim):
+            if matrix is None:
+                matrix = np.zeros((len(vocab), reading.dim), dtype=np.float32)
+            target, lower_targets = ids.get(word), fallback.get(word, ())
+            if (target is None or exact[target]) and not lower_targets:
+                continue
+            vector = _parse_numbers(numbers, path, number)
+            if target is not None and not exact[target]:
+                matrix[target], exact[target] = vector, True
+            for i in lower_targets:
+                if not exact[i] and not lower[i]:
+                    matrix[i], lower[i] = vector, True
     if matrix is None:
-        raise DataError("no word vectors in the file", path=",".join(map(str, paths)),
+        raise DataError("no word vectors in the file", path=",".join(map(str, sources)),
                         fix="check that it is a GloVe or word2vec text file")
     lower &= ~exact
     found = exact | lower
     _fill_missing(matrix, found, vocab, oov, seed)
     counts = vocab.counts if token_counts is None else token_counts
     coverage = Coverage(
-        path=",".join(map(str, paths)), dim=reading.dim, lines_read=reading.lines_read,
+        path=",".join(map(str, sources)), dim=reading.dim, lines_read=reading.lines_read,
         invalid_lines=reading.invalid,
         num_types=len(vocab) - NUM_SPECIAL, types_exact=int(exact.sum()),
         types_lowercase=int(lower.sum()),

@@ -29,7 +29,7 @@ class ExpandedVocabulary:
     Args:
       vocab: the training vocabulary (its `lowercase` is kept).
       table: its word table float[len(vocab), d] (the trained encoder's, i.e. the vectors).
-      vectors: the vectors file(s) the table came from (data.embeddings).
+      vectors: the vectors file(s) or named sources the table came from (data.embeddings).
       found: bool[len(vocab)] the training words that have a vector when words without one are
         dropped (data.oov="drop"), else None.
       lowercase_fallback: a word absent from the file takes its lower-cased form's vector.

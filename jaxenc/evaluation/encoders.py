@@ -4,13 +4,14 @@ Every encoder implements `SentenceEncoder`: a stable `name` (the cache key) and
 `encode(sentences) -> float32[N, D]`:
 
 - `BagOfEmbeddings`: the mean of the word vectors of a sentence's in-vocabulary words (one or
-  several GloVe / word2vec text files, merged: the first file that has a word wins);
+  several GloVe / word2vec text files or named sources such as glove-6b-50d, merged: the first
+  source that has a word wins);
 - `CheckpointEncoder`: the encoder of a `python -m train.main` run directory (its best
   checkpoint), batched by length buckets with a progress bar;
 - an export's `jaxenc.encoding.Encoder` (`jaxenc.load`). It and CheckpointEncoder are the one
   encode path of jaxenc.encoding.
 
-`load_encoder("bag:FILE[,FILE...]" | WORKDIR | EXPORT_DIR)` builds one from a command-line
+`load_encoder("bag:SOURCE[,SOURCE...]" | WORKDIR | EXPORT_DIR)` builds one from a command-line
 string.
 """
 
@@ -23,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from jaxenc.data.named_vectors import NAMED_VECTORS, is_named, open_named
 from jaxenc.data.records import Sentence
 from jaxenc.encoding import Encoder, SentenceLike, short_digest, workdir_arguments
 from jaxenc.errors import ConfigError, DataError
@@ -51,22 +53,29 @@ class BagOfEmbeddings:
     """Sentence vector = mean of the vectors of its words that have one (zeros if none).
 
     Tokens are looked up verbatim, then lower-cased (GloVe 6B is lower-case). Only the words of
-    the sentences asked for are read from the files, and remembered across calls.
+    the sentences asked for are read from the sources, and remembered across calls.
 
     Args:
-      vector_paths: GloVe / word2vec text files of one dimension; earlier files take precedence.
+      vector_paths: GloVe / word2vec text files or registered names (NAMED_VECTORS, e.g.
+        "glove-6b-50d") of one dimension; earlier ones take precedence.
     """
 
     def __init__(self, vector_paths: Sequence[str | os.PathLike]):
         if not vector_paths:
             raise ConfigError("BagOfEmbeddings needs at least one word vectors file")
-        self.paths = tuple(Path(p) for p in vector_paths)
-        for path in self.paths:
-            if not path.is_file():
-                raise DataError("word vectors file not found", path=path,
-                                fix="pass an existing GloVe .txt file (bag:FILE[,FILE...])")
-        self._name = "bag-" + short_digest(*(_file_identity(p) for p in self.paths))
-        self._vectors: dict[str, np.ndarray | None] = {}  # None: in no file
+        self.sources = tuple(p if is_named(p) else Path(p) for p in vector_paths)
+        identities = []
+        for source in self.sources:
+            if isinstance(source, str):
+                identities.append(open_named(source).identity)
+            elif source.is_file():
+                identities.append(_file_identity(source))
+            else:
+                raise DataError("word vectors file not found", path=source,
+                                fix="pass an existing GloVe .txt file or one of "
+                                f"{', '.join(NAMED_VECTORS)} (bag:SOURCE[,SOURCE...])")
+        self._name = "bag-" + short_digest(*identities)
+        self._vectors: dict[str, np.ndarray | None] = {}  # None: in no source
         self._dim: int | None = None
 
     @property
@@ -74,7 +83,7 @@ class BagOfEmbeddings:
         return self._name
 
     def _look_up(self, words: set[str]) -> None:
-        """Reads the vectors of `words` not looked up before from every file."""
+        """Reads the vectors of `words` not looked up before from every source."""
         from jaxenc.data.embeddings import load_vectors
         from jaxenc.data.vocab import Vocabulary
 
@@ -82,13 +91,13 @@ class BagOfEmbeddings:
         if not new:
             return
         vocab = Vocabulary.build([new])
-        for path in self.paths:
-            vectors = load_vectors(path, vocab, oov="random", lowercase_fallback=True,
+        for source in self.sources:
+            vectors = load_vectors(source, vocab, oov="random", lowercase_fallback=True,
                                    expected_dim=self._dim)
             self._dim = vectors.matrix.shape[1]
             for i in np.flatnonzero(vectors.found):
                 self._vectors.setdefault(vocab.tokens[i], vectors.matrix[i])
-        for word in new:  # absent from every file (or a special-token string such as "<s>")
+        for word in new:  # absent from every source (or a special-token string such as "<s>")
             self._vectors.setdefault(word, None)
 
     def encode(self, sentences: Sequence[Sentence]) -> np.ndarray:
@@ -132,17 +141,18 @@ class CheckpointEncoder(Encoder):
 
 
 def load_encoder(spec: str) -> SentenceEncoder:
-    """`bag:FILE[,FILE...]` -> BagOfEmbeddings; an export folder (`python -m jaxenc export`) ->
-    its Encoder; a training run directory -> CheckpointEncoder."""
+    """`bag:SOURCE[,SOURCE...]` (GloVe text files, registered names) -> BagOfEmbeddings; an
+    export folder (`python -m jaxenc export`) -> its Encoder; a training run directory ->
+    CheckpointEncoder."""
     from jaxenc import exporting
 
     if spec.startswith(BAG_PREFIX):
         return BagOfEmbeddings([p for p in spec[len(BAG_PREFIX):].split(",") if p])
     if not Path(spec).is_dir():
-        raise ConfigError(f"--encoder {spec!r} is neither bag:GLOVE_FILE[,FILE...], an export "
+        raise ConfigError(f"--encoder {spec!r} is neither bag:SOURCE[,SOURCE...], an export "
                           "folder nor an existing training run directory (fix: pass "
-                          "bag:path/to/glove.txt, the OUT of python -m jaxenc export, or the "
-                          "--workdir of a python -m train.main run)")
+                          "bag:path/to/glove.txt or bag:glove-6b-50d, the OUT of python -m "
+                          "jaxenc export, or the --workdir of a python -m train.main run)")
     if exporting.is_export(spec):
         return exporting.load(spec)
     return CheckpointEncoder(spec)
