@@ -5,6 +5,11 @@ padded tensors. See README.md and docs/ARCHITECTURE.md.
 
     jaxenc.export(workdir, out_dir)   # a trained run's encoder as a self-describing folder
     enc = jaxenc.load(out_dir)        # an Encoder: enc.encode(["a sentence", ...]) -> [N, D]
+    jaxenc.load(out_dir, sha256=d)    # only the export whose manifest has that SHA-256, d
+                                      # (`python -m jaxenc verify OUT` checks it and prints d)
+
+An export is data, safe to load: it holds no code and both readers (`load`, the jax-only
+`jaxenc.standalone.load`) read nothing outside it nor any file its manifest does not vouch for.
 
 `export`, `load` and `Encoder` are imported on first use (they import JAX), so `import jaxenc`
 stays cheap.

@@ -18,19 +18,20 @@ format":
   functions/encode_l<L>.jaxexport
                         `jax.export` of `apply(params, fields) -> float32[B, D]` for each bucket
                         length L and the export's batch size B
-  jax_encoder.py        a reader of params.npz and the functions with jax alone
-                        (jaxenc/standalone.py)
   training_config.json  the run's config.json, for the record
   jaxenc_manifest.json  size and SHA-256 of every other file (jaxenc.training.integrity)
 
-The folder is written beside `out_dir` and renamed into place when complete. `load` refuses an
-export of another format version, or one whose files differ from the manifest, in one line.
+The folder is written beside `out_dir` and renamed into place when complete. It holds data
+only, no code: `load` reads it with jaxenc, `jaxenc.standalone.load` with jax and numpy alone.
+Both read nothing outside the folder and only files the manifest vouches for (links, paths
+leaving the folder, unlisted or altered files are refused: jaxenc/standalone.py), and both take
+`sha256=`, the manifest's digest that `python -m jaxenc verify OUT` prints, to pin the export.
+`load` also refuses an export of another format version, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -49,7 +50,7 @@ from jaxenc.training import integrity
 
 VOCAB_FILE, FOUND_FILE, RELATIONS_FILE = "vocab.txt", "found.npy", "relations.json"
 PARAMS_DIR, FUNCTIONS_DIR = "params", "functions"
-READER_FILE, TRAINING_CONFIG_FILE = "jax_encoder.py", "training_config.json"
+TRAINING_CONFIG_FILE = "training_config.json"
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_PLATFORMS = ("cpu", "cuda")
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")  # what jax.export lowers for
@@ -121,19 +122,29 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
     return out_dir
 
 
-def load(path: str | os.PathLike, *, tokenizer: str | None = None,
+def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str | None = None,
          text_parser: str | None = None,
          parse_cache_dir: str | os.PathLike | None = None) -> Encoder:
-    """The `Encoder` of an export folder, after checking its format version and its manifest.
+    """The `Encoder` of an export folder, after checking its format version and every file.
+
+    Nothing outside the folder is read, and nothing the manifest does not vouch for: a symbolic
+    link inside the folder, a manifest entry or format.json path that leaves it, a file of the
+    folder that the manifest does not list, or a file whose size or SHA-256 differs from the
+    manifest's is refused (`jaxenc.standalone.verify`).
 
     Args:
       path: an `export` folder.
+      sha256: the digest of the export's manifest file (64 hex digits, as `python -m jaxenc
+        verify OUT` and `sha256sum OUT/jaxenc_manifest.json` print it); when given, an export
+        whose manifest has another digest is refused, so the whole export is pinned.
       tokenizer: how strings become tokens, instead of the training data's (format.json).
       text_parser: the parser of sentences without gold trees, instead of the export's.
       parse_cache_dir: where parser outputs are cached (None: not cached).
 
-    Raises ConfigError for another format version, DataError for a folder that is no export or
-    whose files differ from its manifest (truncated, altered, missing).
+    Raises ConfigError for another format version or a malformed `sha256`, DataError
+    (`standalone.ExportError`) for a folder that is no export, is unsafe (above), or whose files
+    differ from its manifest (truncated, altered, missing), or whose manifest has another digest
+    than `sha256`.
     """
     import orbax.checkpoint as ocp
 
@@ -142,20 +153,15 @@ def load(path: str | os.PathLike, *, tokenizer: str | None = None,
 
     folder = Path(path)
     description = read_description(folder)
-    if not integrity.is_sealed(folder):
-        raise DataError(f"no {integrity.MANIFEST_FILE}: an incomplete export", path=folder,
-                        fix="export the training run again")
-    damaged = integrity.problem(folder)
-    if damaged is not None:
-        raise DataError(f"export file is damaged: {damaged[1]}", path=damaged[0],
-                        fix="copy the export again, or export the training run again")
+    manifest = standalone.verify(folder, sha256)
+    standalone.check_recorded_paths(folder, description, manifest)
     with ocp.StandardCheckpointer() as checkpointer:
-        params = jax.device_put(checkpointer.restore((folder / PARAMS_DIR).absolute()))
+        params = jax.device_put(checkpointer.restore(
+            (folder / description["params"]["orbax"]).absolute()))
     vocabulary, structures = description["vocabulary"], description["structures"]
-    manifest = (folder / integrity.MANIFEST_FILE).read_bytes()
     return Encoder(
         description["model"], params,
-        Vocabulary.load(folder / VOCAB_FILE, lowercase=vocabulary["lowercase"]),
+        Vocabulary.load(folder / vocabulary["file"], lowercase=vocabulary["lowercase"]),
         lowercase_fallback=vocabulary["lowercase_fallback"],
         found=np.load(folder / vocabulary["found"]) if vocabulary["found"] else None,
         relation_vocab=RelationVocabulary.load(folder / structures["relations"])
@@ -164,7 +170,7 @@ def load(path: str | os.PathLike, *, tokenizer: str | None = None,
         text_parser=text_parser or structures["text_parser"],
         buckets=description["buckets"], bucket_step=description["bucket_step"],
         parse_cache_dir=parse_cache_dir, dim=description["dim"],
-        name=f"export-{folder.resolve().name}-{hashlib.sha256(manifest).hexdigest()[:12]}")
+        name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}")
 
 
 def is_export(path: str | os.PathLike) -> bool:
@@ -173,13 +179,14 @@ def is_export(path: str | os.PathLike) -> bool:
 
 
 def read_description(folder: Path) -> dict[str, Any]:
-    """format.json of an export folder, checked to be this format's version."""
+    """format.json of an export folder (a plain file, not a link), checked to be this format's
+    version."""
     path = folder / FORMAT_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise DataError(f"not a jaxenc encoder export (no {FORMAT_FILE})", path=folder,
                         fix="pass a folder written by `python -m jaxenc export WORKDIR OUT`")
     try:
-        description = json.loads(path.read_text(encoding="utf-8"))
+        description = json.loads(standalone.read_file(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise DataError(f"not readable JSON ({error})", path=path,
                         fix="copy the export again, or export the training run again") from None
@@ -260,7 +267,6 @@ def _write_files(folder: Path, description: dict, encoder: Encoder, params: dict
     flat = {SEPARATOR.join(str(key.key) for key in path): np.asarray(leaf)
             for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
     np.savez(folder / PARAMS_NPZ, **flat)
-    shutil.copyfile(standalone.__file__, folder / READER_FILE)
     shutil.copyfile(workdir / "config.json", folder / TRAINING_CONFIG_FILE)
 
 
@@ -272,8 +278,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "self-describing folder: parameters (orbax and .npz), model config, vocabulary, "
         "relation vocabulary, parser settings, one jax.export function per bucket length and "
         "a SHA-256 manifest. Load it with jaxenc.load(OUT) (an Encoder: encode, featurize, "
-        "apply, params), evaluate it with python -m eval.transfer --encoder OUT, or run its "
-        "functions with jax alone (OUT/jax_encoder.py).",
+        "apply, params), evaluate it with python -m eval.transfer --encoder OUT, run its "
+        "functions with jax and numpy alone (jaxenc.standalone.load(OUT)), or check it and "
+        "print the digest that pins it with python -m jaxenc verify OUT.",
         epilog="Example: python -m jaxenc export workdir/disan_trec exports/disan_trec")
     parser.add_argument("workdir", help="a python -m train.main --workdir folder")
     parser.add_argument("out", help="the export folder to write (must not exist)")

@@ -67,8 +67,8 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     metric = next(key for key in best if key.startswith("dev "))
     lines = ["## The best model, exported and used",
              f"{best['model']} has the best {metric} ({best[metric]:.4f}); its encoder is "
-             f"exported to `{out}` (`jaxenc.load` reads it; `{out}/jax_encoder.py` needs jax "
-             f"alone). `encode` of {len(sentences)} sentences -> {vectors.dtype}"
+             f"exported to `{out}` (`jaxenc.load` reads it; `jaxenc.standalone.load` needs jax "
+             f"and numpy alone). `encode` of {len(sentences)} sentences -> {vectors.dtype}"
              f"{list(vectors.shape)}."]
     if sentences:
         cosines = {f"{best['model']} (export)": pair_cosines(vectors)}
