@@ -48,7 +48,10 @@ def _broken_run(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("command, expected", [
     (["-m", "eval.transfer", "--encoder", "bag:{tmp}/missing.txt", "--tasks", "MR", "--out",
-      "{tmp}/out"], "missing.txt: word vectors file not found"),
+      "{tmp}/out", "--data_dir", "{tmp}", "--skip_missing"],
+     "missing.txt: word vectors file not found"),
+    (["-m", "eval.transfer", "--encoder", "bag:{tmp}/missing.txt", "--tasks", "MR", "--out",
+      "{tmp}/out", "--data_dir", "{tmp}"], "mr: data folder of MR not found"),
     (["-m", "jaxenc.structures.stats", "--trees", "{tmp}/missing.txt"],
      "missing.txt: file not found"),
     (["-m", "train.compare", "{run}"], "metrics.jsonl:2: not a JSON record"),
@@ -70,3 +73,55 @@ def test_a_data_error_is_one_line_whatever_its_parts_hold():
     error = DataError("name 'a\nb\u2028c' is odd", path="dir\r/f.txt", line=2, fix="x\x85y")
     assert str(error) == "dir\\r/f.txt:2: name 'a\\nb\\u2028c' is odd (fix: x\\x85y)"
     assert len(str(error).splitlines()) == 1
+
+
+def test_train_help_lists_usage_models_datasets_and_config_keys():
+    from jaxenc.data.registry import DATASETS
+    from jaxenc.models.registry import ENCODERS
+
+    result = _run("-m", "train.main", "--help")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "--config=train/configs/base.py:MODEL,DATASET" in out and "--helpfull" in out
+    for key in ("data.batch_size=64", "optim.learning_rate=0.5", "train.patience=0",
+                "checkpoint.best_k=1", "model.embed_dim=300", "model.keep_prob=0.75"):
+        assert f"\n  {key} " in out or f"\n    {key} " in out, key
+    assert "training examples per step" in out  # a key's meaning
+    assert "d_h, the width of each direction" in out  # a model field's, from DiSANConfig
+    assert all(name in out for name in [*ENCODERS, *DATASETS])
+
+
+def test_train_help_shows_the_values_of_the_config_given():
+    result = _run("-m", "train.main", "--config=train/configs/disan_sst5.py", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "task.dataset='sst5_phrases'" in result.stdout
+    assert "model.keep_prob=0.7 " in result.stdout and "model.memory_dim" not in result.stdout
+
+
+def test_train_helpfull_lists_absl_flags():
+    result = _run("-m", "train.main", "--helpfull")
+    assert result.returncode == 0, result.stderr
+    assert "--workdir" in result.stdout and "--verbosity" in result.stdout
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--config.data.batch_size=-4",
+     "--config.data.batch_size=-4: must be a positive integer (fix: --config.data.batch_size=64, "
+     "the default)"),
+    ("--config.train.num_steps=-5", "--config.train.num_steps=-5: must be an integer >= 0"),
+    ("--config.data.eval_batch_size=0", "--config.data.eval_batch_size=0: must be a positive"),
+    ("--config.optim.learning_rate=0", "--config.optim.learning_rate=0.0: must be a number > 0"),
+    ("--config.model.dropout_rate=1.0", "--config.model.dropout_rate=1.0: must be in [0, 1)"),
+    ("--config.optim.lr=0.1",
+     "unknown key --config.optim.lr (did you mean --config.optim.learning_rate?)"),
+    ("--config.traine.patience=3",
+     "unknown key --config.traine.patience (did you mean --config.train.patience?)"),
+])
+def test_train_refuses_a_bad_flag_before_making_the_workdir(tmp_path, flag, message):
+    workdir = tmp_path / "run"
+    result = _run("-m", "train.main", "--config=train/configs/base.py:transformer,synthetic",
+                  f"--workdir={workdir}", flag)
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), result.stderr
+    assert not workdir.exists()

@@ -84,3 +84,37 @@ def test_unfinished_and_foreign_directories_are_named(tmp_path, capsys):
     table = compare.main([str(finished), "--output", str(tmp_path / "table.md")])
     assert (tmp_path / "table.md").read_text() == table + "\n"
     assert "| bag sick_e | 1 | 0.7000 | 0.7500 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("saved, missing", [
+    ({}, "model.name and task.dataset"),
+    ({"model": {"name": "bag"}, "train": {"seed": 0}}, "task.dataset"),
+])
+def test_a_config_without_model_or_dataset_is_named_in_one_line(tmp_path, capsys, saved, missing):
+    run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
+    (run / checkpointing.CONFIG_FILE).write_text(json.dumps(saved))
+    with pytest.raises(SystemExit, match="2"):
+        compare.main([str(run)])
+    assert capsys.readouterr().err == (
+        f"error: {run / checkpointing.CONFIG_FILE}: lacks {missing}, which every train.main "
+        "config has (fix: give run directories written by python -m train.main)\n")
+
+
+def test_a_config_naming_an_unknown_model_names_the_file(tmp_path):
+    run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
+    (run / checkpointing.CONFIG_FILE).write_text(json.dumps(
+        {"model": {"name": "lstm"}, "task": {"dataset": "sick_e"}}))
+    with pytest.raises(DataError, match=r"run/config.json: unknown model 'lstm'"):
+        compare.read_run(run)
+
+
+def test_a_run_named_twice_is_counted_once(tmp_path, capsys):
+    runs = [_write_run(tmp_path / f"s{seed}", "bag", seed, {10: 0.7 + seed / 10}, 10,
+                       0.75 + seed / 10) for seed in range(2)]
+    (tmp_path / "link").symlink_to(runs[0])
+    table = compare.main([str(runs[0]), str(runs[1]), f"{runs[0]}/", str(tmp_path / "link")])
+    assert table == compare.main([str(run) for run in runs])
+    assert "| bag sick_e | 0,1 |" in table
+    notes = capsys.readouterr().err.splitlines()
+    assert notes == [f"note: {runs[0]}/ is the run {runs[0]} again; counted once",
+                     f"note: {tmp_path / 'link'} is the run {runs[0]} again; counted once"]

@@ -200,6 +200,8 @@ def fake_results():
 def test_report_table_puts_paper_numbers_beside_ours(tmp_path):
     results = fake_results()
     text = render_markdown(results)
+    assert ("| task | ours | PSAN (paper) | Mean-Max AAE (paper) | DiSAN (paper) | "
+            "GloVe BOW (paper) |") in text
     assert "| MR | 70.0 | 80.0 | 78.7 | 79.7 | 78.7 |" in text
     assert "| MRPC | 70.0/81.2 | 74.9/82.1 | 75.5/82.6 | 75.1/81.8 | 72.1/80.9 |" in text
     assert "| SICKR | 0.712 | 0.891 | 0.854 | 0.860 | 0.800 |" in text
@@ -238,7 +240,8 @@ def test_help_explains_the_encoder_argument(capsys):
 def test_cli_on_real_data_reports_and_skips(data_root, tmp_path, capsys):
     vectors = ",".join(str(data_root / path) for path in GLOVE)
     results = transfer.main(["--encoder", f"bag:{vectors}", "--tasks", "SICKE,SICKR,STS14",
-                             "--data_dir", str(data_root), "--out", str(tmp_path)])
+                             "--data_dir", str(data_root), "--out", str(tmp_path),
+                             "--skip_missing"])
     tasks = results["tasks"]
     assert tasks["SICKE"]["status"] == "ok" and tasks["SICKR"]["status"] == "ok"
     assert tasks["SICKE"]["metrics"]["num_test"] == 4927
@@ -326,3 +329,25 @@ def test_results_are_written_as_each_task_finishes(tmp_path):
         transfer.run_transfer(WordCountEncoder(), "STS13,STS14", tmp_path, tmp_path / "out")
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert list(saved["tasks"]) == ["STS13"] and saved["tasks"]["STS13"]["status"] == "ok"
+
+
+def test_a_named_task_without_data_is_refused_unless_skip_missing(tmp_path, capsys, monkeypatch):
+    write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])  # the data root has no trec/ folder
+    out = tmp_path / "out"
+    monkeypatch.setattr(transfer, "load_encoder", lambda spec: WordCountEncoder())
+    args = ["--encoder", "word-count", "--tasks", "STS13,TREC", "--data_dir", str(tmp_path),
+            "--out", str(out)]
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.main(args)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"error: {tmp_path / 'trec'}: data folder of TREC not found (fix: put the "
+                     "TREC data there, point --data_dir at a data root that has it, or pass "
+                     "--skip_missing to skip it)")
+    assert not out.exists()  # refused before anything ran
+
+    results = transfer.main([*args, "--skip_missing"])
+    assert results["tasks"]["STS13"]["status"] == "ok"
+    assert results["tasks"]["TREC"] == {"status": "skipped",
+                                        "reason": f"no data ({tmp_path / 'trec'} not found)"}
+    assert "| TREC | skipped |" in capsys.readouterr().out

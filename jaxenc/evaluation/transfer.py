@@ -11,13 +11,14 @@ or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (hea
   Pearson / Spearman / MSE.
 - STS12..STS16: cosine similarity, Pearson and Spearman per subset, mean and size-weighted mean.
 
-Pair tasks (MRPC, SICKE) classify [|u - v|, u * v]. Seeds are fixed (1111, as SentEval). A task
-whose data folder is absent is reported as skipped; an STS year lacking some subset files is
-evaluated on the others and marked partial. A task that fails (bad data, sentence vectors that
-are not finite) is reported as failed and the others still run; the report is rewritten as each
-task finishes, and the command exits with status 2 naming the failures. Sentence vectors are
-cached per encoder, task and split (default OUT/cache), so a second run only re-fits the
-classifiers.
+Pair tasks (MRPC, SICKE) classify [|u - v|, u * v]. Seeds are fixed (1111, as SentEval). The
+command refuses a task named by --tasks whose data folder is absent (one line naming the folder)
+unless --skip_missing; `run_transfer`, and the command without --tasks, report such a task as
+skipped. An STS year lacking some subset files is evaluated on the others and marked partial. A
+task that fails (bad data, sentence vectors that are not finite) is reported as failed and the
+others still run; the report is rewritten as each task finishes, and the command exits with
+status 2 naming the failures. Sentence vectors are cached per encoder, task and split (default
+OUT/cache), so a second run only re-fits the classifiers.
 """
 
 from __future__ import annotations
@@ -194,10 +195,32 @@ _EVALUATORS = {"nested_cv": _classification, "cv_then_test": _classification,
                "dev": _classification, "relatedness": _relatedness, "sts": _sts}
 
 
+def _data_folder(task: str, data_root: Path) -> Path:
+    """Where the data of `task` is read from under `data_root`."""
+    return data_root / registry.DATASETS[TASKS[task].dataset].folder
+
+
 def _missing_data(task: str, data_root: Path) -> str | None:
     """Why the task cannot run (its folder is absent), or None."""
-    folder = data_root / registry.DATASETS[TASKS[task].dataset].folder
+    folder = _data_folder(task, data_root)
     return None if folder.is_dir() else f"no data ({folder} not found)"
+
+
+def check_data(tasks: Sequence[str], data_root: Path) -> None:
+    """DataError naming the data folder of each of `tasks` that is absent under `data_root`,
+    with the fix: add it, use another --data_dir, or --skip_missing."""
+    folders = {task: _data_folder(task, data_root) for task in tasks}
+    missing = {task: folder for task, folder in folders.items() if not folder.is_dir()}
+    if not missing:
+        return
+    names, them = ", ".join(missing), "it" if len(missing) == 1 else "them"
+    fix = (f"put the {names} data there, point --data_dir at a data root that has {them}, or "
+           f"pass --skip_missing to skip {them}")
+    if len(missing) == 1:
+        raise DataError(f"data folder of {names} not found", path=next(iter(missing.values())),
+                        fix=fix)
+    raise DataError(f"data folders of {names} not found: "
+                    f"{', '.join(map(str, missing.values()))}", fix=fix)
 
 
 def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tuple(TASKS),
@@ -208,7 +231,8 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
 
     Args:
       encoder: a SentenceEncoder, or a string for `eval.encoders.load_encoder`
-        ("bag:GLOVE_FILE[,FILE...]", a training run directory or an export folder).
+        ("bag:GLOVE_FILE[,FILE...]" where a file may be a registered name such as glove-6b-50d,
+        a training run directory or an export folder).
       tasks: names of TASKS (a list or a comma-separated string; case and "-" ignored).
       data_dir: the data root (shared/data layout); None means $JAXENC_DATA_DIR.
       out_dir: where results.json, results.md and plots/ go (nothing is written when None).
@@ -265,21 +289,29 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "--tasks MR,CR,TREC,SICKR --data_dir ../shared/data --out results/bag")
     parser.add_argument("--encoder", required=True,
                         help="bag:GLOVE_FILE[,GLOVE_FILE...] for the mean-of-word-vectors baseline "
-                        "(several files are merged, the first having a word wins), the "
+                        "(a file or a packaged source such as glove-6b-50d; several are merged, "
+                        "the first having a word wins), the "
                         "--workdir of a python -m train.main run (its best checkpoint), or an "
                         "export folder (python -m jaxenc export WORKDIR OUT)")
-    parser.add_argument("--tasks", default=",".join(TASKS),
-                        help=f"comma-separated tasks (default: all): {', '.join(TASKS)}")
+    parser.add_argument("--tasks", default=None,
+                        help=f"comma-separated tasks: {', '.join(TASKS)}; a task named here "
+                        "whose data folder is missing is an error unless --skip_missing "
+                        "(default: every task, those without data skipped)")
     parser.add_argument("--data_dir", default=None,
                         help="data root laid out like shared/data (default: "
-                        f"${paths.DATA_DIR_ENV}); tasks whose folder is missing are skipped")
+                        f"${paths.DATA_DIR_ENV})")
+    parser.add_argument("--skip_missing", action="store_true",
+                        help="skip (with a note) the tasks whose data folder is missing")
     parser.add_argument("--out", required=True, help="output folder for the report")
     parser.add_argument("--cache_dir", default=None,
                         help="sentence-vector cache folder (default: OUT/cache)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"seed (default {SEED})")
     args = parser.parse_args(argv)
+    tasks = task_names(list(TASKS) if args.tasks is None else args.tasks)
+    if args.tasks is not None and not args.skip_missing:  # before the encoder is loaded
+        check_data(tasks, paths.data_dir(args.data_dir))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    results = run_transfer(args.encoder, args.tasks, args.data_dir, args.out, seed=args.seed,
+    results = run_transfer(args.encoder, tasks, args.data_dir, args.out, seed=args.seed,
                            cache_dir=args.cache_dir)
     print(render_markdown(results))
     failed = [f"{task}: {entry['reason']}" for task, entry in results["tasks"].items()

@@ -8,7 +8,8 @@ metrics at its best-dev checkpoint, read from the runs' metrics.jsonl.
 Each group is labelled by model and dataset plus the config values that set it apart from the
 other groups of that model and dataset. A run is grouped by its config.json, which a resumed run
 updates with the changes it may make (a longer run, another eval_every, ...); config keys newer
-than a run take their defaults.
+than a run take their defaults. A run named twice (the same directory reached two ways, e.g. by
+overlapping globs) is counted once, with a note on stderr.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import argparse
 import json
 import os
 import statistics
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxenc import cli
 from jaxenc import configs as base
-from jaxenc.errors import DataError
+from jaxenc.errors import ConfigError, DataError
 from jaxenc.training import checkpointing, report
 from jaxenc.training.checkpointing import flatten
 
@@ -31,12 +33,15 @@ from jaxenc.training.checkpointing import flatten
 # sections of other runs (a Transformer twin under `baselines`) and of what is done after training
 # do not change the main run either: a run with a twin groups with the same run without one.
 BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
-                         "data.data_dir", "data.tfds_dir", "data.eval_batch_size"})
+                         "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
+                         "train.compilation_cache"})
 
 
 def _is_bookkeeping(key: str) -> bool:
     return key in BOOKKEEPING or key.split(".")[0] in checkpointing.RESUMABLE_SECTIONS
 _NOT_METRICS = frozenset({"step", "split", "loss"})
+# What a run's config.json must hold: the defaults of newer keys depend on them.
+REQUIRED_KEYS = ("model.name", "task.dataset")
 
 
 def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
@@ -50,9 +55,17 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
             raise DataError("file not found", path=path,
                             fix="give run directories written by python -m train.main")
     config = flatten(checkpointing.saved_config(workdir))
+    missing = [key for key in REQUIRED_KEYS if key not in config]
+    if missing:
+        raise DataError(f"lacks {' and '.join(missing)}, which every train.main config has",
+                        path=config_path,
+                        fix="give run directories written by python -m train.main")
     # Keys added to the configs after the run was made ran with their defaults' behaviour.
-    defaults = flatten(base.get_config(f"{config['model.name']},{config['task.dataset']}")
-                       .to_dict())
+    try:
+        defaults = flatten(base.get_config(f"{config['model.name']},{config['task.dataset']}")
+                           .to_dict())
+    except ConfigError as error:  # e.g. a model this version does not have
+        raise DataError(str(error), path=config_path) from None
     config = {**defaults, **config}
     tests = report.read_metrics(metrics_path, "test", latest=False)
     if not tests:
@@ -111,6 +124,23 @@ def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
+def drop_repeats(workdirs: Sequence[str | os.PathLike]) -> list[str]:
+    """`workdirs` without those naming a run listed before (the same resolved path: a symlink, a
+    trailing slash, two globs matching it), each dropped one noted on stderr. A run counted
+    twice would weigh double in its group's mean and shrink its standard deviation."""
+    seen: dict[Path, str] = {}
+    kept = []
+    for workdir in map(str, workdirs):
+        resolved = Path(workdir).resolve()
+        if resolved in seen:
+            print(f"note: {workdir} is the run {seen[resolved]} again; counted once",
+                  file=sys.stderr)
+            continue
+        seen[resolved] = workdir
+        kept.append(workdir)
+    return kept
+
+
 @cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
@@ -119,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("workdirs", nargs="+", help="finished train.main run directories")
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
-    runs = [read_run(workdir) for workdir in args.workdirs]
+    runs = [read_run(workdir) for workdir in drop_repeats(args.workdirs)]
     table = report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")

@@ -1,28 +1,31 @@
 """Trains a sentence encoder on a task (plus the config's baselines) and reports dev/test results.
 
 Usage (installed: `jaxenc-train` instead of `python -m train.main`):
+  python -m train.main --config=train/configs/base.py:MODEL,DATASET --workdir=DIR \\
+      [--config.SECTION.KEY=VALUE ...]
   python -m train.main --config=train/configs/default.py --workdir=workdir/default
   python -m train.main --config=train/configs/bag_trec.py --workdir=workdir/bag_trec \\
       --config.optim.learning_rate=0.1 --config.train.num_steps=500
-  python -m train.main --config=train/configs/base.py:transformer,sick_e --workdir=DIR
 
 Flags:
   --config=FILE[:ARG]   a config file from train/configs (its get_config(ARG)); base.py takes
-                        "MODEL,DATASET". default.py is the main job: the embedded synthetic
-                        dataset, no data folder needed.
+                        "MODEL,DATASET" (the models and datasets are listed below). default.py
+                        is the main job: the embedded synthetic dataset, no data folder needed.
   --config.SECTION.KEY=VALUE
-                        overrides one value; sections model, task, data, optim, train,
-                        checkpoint, baselines (every key is listed in train/configs/base.py).
+                        overrides one value; every key is listed below with its default
+                        (with --config=FILE --help: with that file's values).
   --workdir=DIR         the run directory: config.json, vocab.txt, checkpoints/, best/,
                         metrics.jsonl, results.md, curves.png. A run already there is resumed
                         from its newest intact checkpoint; the config may change only keys that
                         cannot change results (eval_every, log_every, checkpoint.*, a longer
                         num_steps, ...: jaxenc.training.checkpointing.RESUMABLE_KEYS), recorded
                         in config.json's history; any other change is refused.
+  --helpfull            absl's own flags too (logging, --flagfile, ...).
 
 Datasets other than "synthetic" are read from --config.data.data_dir or $JAXENC_DATA_DIR.
-Errors in the config or the data, and a loss that becomes nan or inf (--config.train.nonfinite),
-are reported in one line (exit status 2).
+Errors in the config or the data (an unknown key, a value out of range: checked before the
+workdir is made), and a loss that becomes nan or inf (--config.train.nonfinite), are reported in
+one line (exit status 2).
 """
 
 from __future__ import annotations
@@ -30,9 +33,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import logging
+import os
+import re
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+import ml_collections
 from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
@@ -42,12 +49,16 @@ from jaxenc.errors import JaxencError
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "config file (train/configs/*.py), optionally FILE:ARG; override any value "
-    "with --config.SECTION.KEY=VALUE (sections: model, task, data, optim, train, checkpoint, "
-    "baselines; see train/configs/base.py)", lock_config=True)
+    "with --config.SECTION.KEY=VALUE (every key: --help)", lock_config=True)
 _WORKDIR = flags.DEFINE_string(
     "workdir", None, "run directory for checkpoints, metrics.jsonl, results.md and curves.png; "
     "an existing run there is resumed")
 flags.mark_flags_as_required(["config", "workdir"])
+
+_HELP = frozenset({"--help", "-help", "-h", "-?", "--helpshort", "-helpshort"})
+_HELPFULL = frozenset({"--helpfull", "-helpfull"})
+_CONFIG_FLAG = re.compile(r"--?config(=|$)")
+_OVERRIDE = re.compile(r"--?(?:no)?config\.([^=]+)")
 
 
 def _one_line(error: Exception) -> str:
@@ -67,9 +78,86 @@ _CONFIG_ERRORS = (flags.Error, AttributeError, KeyError, OSError, TypeError, Val
                   JaxencError)
 
 
+def _flag_arguments(argv: list[str]) -> list[str]:
+    """The arguments of `argv` before a `--` (absl reads no flag after it)."""
+    arguments = argv[1:]
+    return arguments[:arguments.index("--")] if "--" in arguments else arguments
+
+
+def _config_source(arguments: list[str]) -> str | None:
+    """The value of --config=FILE[:ARG] (or `--config FILE[:ARG]`) in `arguments`, else None."""
+    source = None
+    for index, argument in enumerate(arguments):
+        found = _CONFIG_FLAG.match(argument)
+        if found and found.group(1):
+            source = argument[found.end():]
+        elif found and index + 1 < len(arguments):
+            source = arguments[index + 1]
+    return source
+
+
+def _load_config(source: str) -> ml_collections.ConfigDict:
+    """The config of --config=`source` without its overrides; a config file that fails to load
+    exits with its one-line error."""
+    try:
+        config = flags.FLAGS[_CONFIG.name].parser.parse(source)
+        config.get("model")  # a config file that failed to load raises on first use
+    except _CONFIG_ERRORS as error:
+        cli.fail(f"{_one_line(error)} (see --help)")
+    return config
+
+
+def _show(text: str) -> NoReturn:
+    """Prints `text` (help) on stdout and exits with status 0, also when a pager such as `head`
+    closes the pipe early."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+    sys.exit(0)
+
+
+def _help(arguments: list[str]) -> str:
+    """--help: the module docstring, then the models, datasets and config keys (the values of the
+    --config given, else the defaults)."""
+    from jaxenc import configs
+    from jaxenc.training import usage
+
+    source = _config_source(arguments)
+    config = _load_config(source) if source else configs.get_config()
+    return (f"{__doc__}\n{usage.help_text(config, source)}\n\n"
+            "absl's own flags (logging, --flagfile, ...): --helpfull")
+
+
+def _unknown_override(arguments: list[str]) -> str | None:
+    """The message for the first --config.PATH override naming a key the config lacks."""
+    from jaxenc.training.validation import unknown_key
+
+    source = _config_source(arguments)
+    if source is None:
+        return None
+    config = _load_config(source)
+    for argument in arguments:
+        override = _OVERRIDE.match(argument)
+        message = override and unknown_key(config, override.group(1))
+        if message:
+            return message
+    return None
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with --help and --helpfull printed here (exit status 0) and every
+    error in one line (exit status 2)."""
+    arguments = _flag_arguments(argv)
+    if _HELP & set(arguments):
+        _show(_help(arguments))
+    if _HELPFULL & set(arguments):
+        _show(f"{__doc__.splitlines()[0]}\nUsage and config keys: --help.\n\nflags:\n"
+              f"{flags.FLAGS.get_help()}")
     try:
         return flags.FLAGS(argv)
+    except (KeyError, AttributeError) as error:  # an override of a key the config does not have
+        cli.fail(_unknown_override(arguments) or f"{_one_line(error)} (see --help)")
     except _CONFIG_ERRORS as error:
         cli.fail(f"{_one_line(error)} (see --help)")
 
@@ -94,6 +182,9 @@ def main(argv: list[str]) -> None:
         config.get("model")  # a config file that failed to load raises on first use
     except _CONFIG_ERRORS as error:
         cli.fail(f"{_one_line(error)} (see --help)")
+    from jaxenc.training.validation import check_config
+
+    check_config(config)  # before run() makes the workdir
     _quiet_logging()
     import jax  # after flag parsing: --help stays fast
 

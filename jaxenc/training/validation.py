@@ -1,0 +1,205 @@
+"""Checks of a training config that name the offending `--config.` flag in one line.
+
+`check_config(config)` refuses numeric values that cannot make sense (a negative batch size, a
+learning rate of 0, a dropout rate of 1, ...) before anything is read or written, so a typo on
+the command line never leaves a half-made workdir behind. Each rule of `RULES` (the whole config)
+and `MODEL_RULES` (every model section: `model` and each `baselines.NAME`) states what a key must
+be; the fix offered is the key's default. A model section is then validated by its own config
+class (jaxenc.models.config.EncoderConfig.validate), whose messages name the same flags.
+
+`unknown_key(config, path)` words an override of a key the config does not have, with the
+closest keys of that section as the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ml_collections
+
+from jaxenc import configs
+from jaxenc.errors import ConfigError
+from jaxenc.models import registry
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """What a config value must be: `accepts(value)`, worded as `requirement`."""
+
+    accepts: Callable[[Any], bool]
+    requirement: str
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+POSITIVE_INT = Rule(lambda v: _is_int(v) and v >= 1, "must be a positive integer")
+POSITIVE_REAL = Rule(lambda v: _is_real(v) and v > 0, "must be a number > 0")
+NON_NEGATIVE_REAL = Rule(lambda v: _is_real(v) and v >= 0, "must be a number >= 0")
+NON_NEGATIVE_INT = Rule(lambda v: _is_int(v) and v >= 0, "must be an integer >= 0")
+RATE = Rule(lambda v: _is_real(v) and 0 <= v < 1, "must be in [0, 1)")
+WIDTHS = Rule(lambda v: isinstance(v, (tuple, list)) and all(_is_int(w) and w >= 1 for w in v),
+              "must be a list of positive integers, e.g. '(300,)' (empty: no hidden layer)")
+
+
+def count(zero_means: str) -> Rule:
+    """An integer >= 0 whose 0 means `zero_means`."""
+    return Rule(lambda v: _is_int(v) and v >= 0, f"must be an integer >= 0 (0: {zero_means})")
+
+
+# Flat config key -> what its value must be.
+RULES: dict[str, Rule] = {
+    "task.dev_fraction": RATE,
+    "task.test_fraction": RATE,
+    "task.head.hidden_dims": WIDTHS,
+    "task.head.dropout_rate": RATE,
+    "task.head.relatedness_hidden_dim": POSITIVE_INT,
+    "task.head.decoder.model_dim": POSITIVE_INT,
+    "task.head.decoder.num_layers": POSITIVE_INT,
+    "task.head.decoder.num_heads": POSITIVE_INT,
+    "task.head.decoder.ff_dim": POSITIVE_INT,
+    "task.head.decoder.dropout_rate": RATE,
+    "task.head.decoder.label_smoothing": RATE,
+    "task.head.decoder.beam_size": POSITIVE_INT,
+    "task.head.decoder.length_penalty": NON_NEGATIVE_REAL,
+    "task.head.decoder.max_decode_length": POSITIVE_INT,
+    "data.batch_size": POSITIVE_INT,
+    "data.eval_batch_size": POSITIVE_INT,
+    "data.bucket_step": POSITIVE_INT,
+    "data.max_length": POSITIVE_INT,
+    "data.min_count": POSITIVE_INT,
+    "data.max_vocab": count("no limit"),
+    "data.phrase_repeats": POSITIVE_INT,
+    "optim.learning_rate": POSITIVE_REAL,
+    "optim.warmup_steps": count("no warm-up"),
+    "optim.weight_decay": NON_NEGATIVE_REAL,
+    "optim.clip_norm": NON_NEGATIVE_REAL,
+    "optim.rho": RATE,
+    "optim.eps": POSITIVE_REAL,
+    "optim.b1": RATE,
+    "optim.b2": RATE,
+    "optim.initial_accumulator": NON_NEGATIVE_REAL,
+    "optim.momentum": RATE,
+    "train.num_steps": count("epochs x batches per epoch"),
+    "train.epochs": count("only with train.num_steps > 0"),
+    "train.eval_every": count("once per epoch"),
+    "train.log_every": POSITIVE_INT,
+    "train.seed": NON_NEGATIVE_INT,
+    "train.patience": count("no early stopping"),
+    "train.samples": count("no samples"),
+    "checkpoint.every": count("at every evaluation"),
+    "checkpoint.keep": POSITIVE_INT,
+    "checkpoint.best_k": POSITIVE_INT,
+}
+
+# Model field -> what its value must be, in every model section that has the field (the rest of
+# a model's fields are checked by its config class).
+MODEL_RULES: dict[str, Rule] = {
+    **{field: POSITIVE_INT for field in (
+        "embed_dim", "model_dim", "num_layers", "num_heads", "ff_dim", "hidden", "memory_dim",
+        "relation_dim", "max_positions", "block_size", "num_levels")},
+    "dropout_rate": RATE,
+    "attention_dropout_rate": RATE,
+}
+
+
+def _flag(path: str, value: Any) -> str:
+    shown = repr(value) if isinstance(value, str) else str(value)
+    return f"--config.{path}={shown}"
+
+
+def _refuse(path: str, value: Any, requirement: str, default: Any) -> ConfigError:
+    return ConfigError(f"{_flag(path, value)}: {requirement} (fix: {_flag(path, default)}, "
+                       "the default)")
+
+
+def _model_sections(config: ml_collections.ConfigDict) -> Iterator[tuple[str, Any]]:
+    """(flag prefix, model section) of the model and of each baseline."""
+    yield "model", config.model
+    for name, section in config.get("baselines", {}).items():
+        yield f"baselines.{name}", section
+
+
+def _check_model(prefix: str, section: Any) -> None:
+    """MODEL_RULES, then the model's config class, with messages naming `--config.<prefix>.`."""
+    spec = registry.encoder_spec(section["name"])
+    defaults = spec.config().to_dict()
+    for field, rule in MODEL_RULES.items():
+        if field in section and not rule.accepts(section[field]):
+            raise _refuse(f"{prefix}.{field}", section[field], rule.requirement, defaults[field])
+    try:
+        registry.encoder_config(section)
+    except ConfigError as error:  # its message names "model.FIELD=VALUE ... --config.model.FIELD"
+        text = str(error).replace("--config.model.", f"--config.{prefix}.")
+        text = re.sub(r"(?<![\w.-])model\.", f"{prefix}.", text)
+        if text.startswith(f"{prefix}."):
+            text = f"--config.{text}"
+        raise ConfigError(text) from None
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Raises a one-line ConfigError naming the first `--config.` flag whose value is invalid
+    (RULES, MODEL_RULES and the model config classes' own checks)."""
+    defaults = ml_collections.ConfigDict(configs.get_config().to_dict())
+    for path, rule in RULES.items():
+        section, _, key = path.rpartition(".")
+        holder = config
+        for part in section.split("."):
+            holder = holder.get(part) if holder is not None else None
+        if holder is None or key not in holder:  # a config file without the key
+            continue
+        if not rule.accepts(holder[key]):
+            default = defaults
+            for part in path.split("."):
+                default = default[part]
+            raise _refuse(path, holder[key], rule.requirement, default)
+    if config.train.get("num_steps", 0) == 0 and config.train.get("epochs", 1) == 0:
+        raise ConfigError("--config.train.epochs=0 trains nothing while --config.train.num_steps=0 "
+                          "(fix: --config.train.epochs=10, or a --config.train.num_steps > 0)")
+    for prefix, section in _model_sections(config):
+        _check_model(prefix, section)
+
+
+def _guesses(typed: str, keys: list[str]) -> list[str]:
+    """Up to 3 keys `typed` may have meant: keys it begins (learn -> learning_rate), keys whose
+    words' initials it is (lr -> learning_rate), then difflib's close matches (nme -> name)."""
+    initials = {key: "".join(word[:1] for word in key.split("_")) for key in keys}
+    found = [key for key in keys if key.startswith(typed)]
+    found += [key for key in keys if initials[key] == typed]
+    found += difflib.get_close_matches(typed, keys, n=3, cutoff=0.6)
+    return list(dict.fromkeys(found))[:3]
+
+
+def unknown_key(config: ml_collections.ConfigDict, path: str) -> str | None:
+    """The one-line message for an override `--config.<path>` naming a key `config` does not
+    have (with the closest existing keys as the fix), or None when the path exists."""
+    node: Any = config
+    parts = path.split(".")
+    for index, part in enumerate(parts):
+        here = "--" + ".".join(["config", *parts[:index]])
+        if not hasattr(node, "keys"):
+            return f"--config.{path}: {here} is a value, not a section (fix: {here}=VALUE)"
+        keys = list(node.keys())
+        if part in keys:
+            node = node[part]
+            continue
+        if not keys:
+            return f"unknown key --config.{path} (fix: {here} is empty in this config; --help)"
+        rest = "".join(f".{later}" for later in parts[index + 1:])
+        guesses = [f"{here}.{guess}{rest}" for guess in _guesses(part, keys)]
+        if guesses:
+            return f"unknown key --config.{path} (did you mean {' or '.join(guesses)}?)"
+        return (f"unknown key --config.{path} (fix: a key of {here}: {', '.join(sorted(keys))}; "
+                "every key: --help)")
+    return None

@@ -1,0 +1,142 @@
+"""The config checks and the --help of train.main: every flag named, every key described."""
+
+import dataclasses
+import importlib
+import pkgutil
+
+import ml_collections
+import pytest
+
+import train.configs
+from jaxenc import configs
+from jaxenc.errors import ConfigError
+from jaxenc.models import registry
+from jaxenc.models.config import EncoderConfig
+from jaxenc.training import usage, validation
+from train.configs import phrase_transformer_pos
+
+
+def _flat_keys(section, prefix):
+    for key, value in section.items():
+        if isinstance(value, ml_collections.ConfigDict):
+            yield from _flat_keys(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"
+
+
+@pytest.mark.parametrize("model", list(registry.ENCODERS))
+def test_every_key_outside_the_model_sections_has_a_meaning(model):
+    config = configs.get_config(f"{model},trec")
+    keys = {key for section in config.keys() if section not in ("model", "baselines")
+            for key in _flat_keys(config[section], f"{section}.")}
+    assert sorted(keys - set(usage.MEANINGS)) == [], "add them to usage.MEANINGS"
+    assert sorted(set(usage.MEANINGS) - keys) == [], "no longer config keys"
+    assert set(validation.RULES) <= keys
+
+
+@pytest.mark.parametrize("model", list(registry.ENCODERS))
+def test_every_model_field_is_described_from_its_config_class(model):
+    cls = registry.encoder_spec(model).config
+    docs = usage.field_docs(cls)
+    assert list(docs) == [field.name for field in dataclasses.fields(cls)]
+    assert all(docs.values())
+
+
+def test_field_docs_come_from_attributes_sections_and_field_comments():
+    disan = usage.field_docs(registry.encoder_spec("disan").config)
+    assert disan["hidden"] == "d_h, the width of each direction (the sentence vector is 2 d_h)."
+    assert disan["block_size"].startswith("queries per block of the blocked implementation")
+    psan = usage.field_docs(registry.encoder_spec("psan").config)
+    assert psan["num_levels"].startswith("the structure options")  # "parser, num_levels, ...:"
+    transformer = usage.field_docs(registry.encoder_spec("transformer").config)
+    assert transformer["scale_embeddings"].startswith("Vaswani et al. multiply the embeddings")
+    assert transformer["num_heads"] == "see TransformerSizes (jaxenc.models.transformer)"
+    assert usage.field_docs(EncoderConfig)["embed_dim"].startswith("width of the word table")
+
+
+def test_one_line_keeps_the_first_sentence_within_the_limit():
+    text = "sigma_h of eq. 14 (the hidden layer; as\n  the paper). More here."
+    assert usage._one_line(text, 80) == "sigma_h of eq. 14 (the hidden layer; as the paper)"
+    assert usage._one_line(text, 20) == "sigma_h of eq. 14"
+    assert usage._one_line("a b c d e f g h", 10) == "a b c..."
+
+
+def _bad_value(rule, default):
+    candidates = {int: [-1, 0], float: [-1.0, 0.0, 1.0], tuple: [(0,)]}[type(default)]
+    return next(value for value in candidates if not rule.accepts(value))
+
+
+@pytest.mark.parametrize("key", list(validation.RULES))
+def test_each_rule_names_the_flag_and_its_default(key):
+    config = configs.get_config("bag,trec")
+    holder = config
+    *sections, name = key.split(".")
+    for section in sections:
+        holder = holder[section]
+    default = holder[name]
+    bad = _bad_value(validation.RULES[key], default)
+    holder[name] = bad
+    with pytest.raises(ConfigError) as error:
+        validation.check_config(config)
+    message = str(error.value)
+    assert message.startswith(f"--config.{key}={bad}: must be ")
+    assert message.endswith(f"(fix: --config.{key}={default}, the default)")
+    assert len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("field, bad", [("num_heads", 0), ("dropout_rate", 1.0),
+                                        ("attention_dropout_rate", -0.1)])
+def test_model_rules_apply_to_the_model_and_the_baselines(field, bad):
+    config = phrase_transformer_pos.get_config()
+    validation.check_config(config)
+    for prefix in ("model", "baselines.transformer"):
+        changed = phrase_transformer_pos.get_config()
+        section = changed.model if prefix == "model" else changed.baselines.transformer
+        section[field] = bad
+        with pytest.raises(ConfigError, match=rf"^--config\.{prefix}\.{field}={bad}: must be"):
+            validation.check_config(changed)
+
+
+def test_a_model_class_error_names_the_baseline_flag():
+    config = phrase_transformer_pos.get_config()
+    config.baselines.transformer.num_heads = 7
+    with pytest.raises(ConfigError) as error:
+        validation.check_config(config)
+    assert str(error.value) == (
+        "--config.baselines.transformer.model_dim=300 is not divisible by "
+        "baselines.transformer.num_heads=7 (fix: --config.baselines.transformer.model_dim=294)")
+
+
+def test_no_epochs_and_no_steps_is_refused():
+    config = configs.get_config("bag,trec")
+    config.train.epochs = 0
+    with pytest.raises(ConfigError, match=r"^--config.train.epochs=0 trains nothing"):
+        validation.check_config(config)
+    config.train.num_steps = 100
+    validation.check_config(config)
+
+
+def test_every_shipped_config_passes():
+    for module in pkgutil.iter_modules(train.configs.__path__):
+        if not module.name.startswith("_"):
+            validation.check_config(
+                importlib.import_module(f"train.configs.{module.name}").get_config())
+
+
+@pytest.mark.parametrize("path, message", [
+    ("optim.learning_rate", None),
+    ("task.head.decoder.beam_size", None),
+    ("optim.lr", "unknown key --config.optim.lr (did you mean --config.optim.learning_rate?)"),
+    ("optm.lr", "unknown key --config.optm.lr (did you mean --config.optim.lr?)"),
+    ("optim.nme", "unknown key --config.optim.nme (did you mean --config.optim.name?)"),
+    ("data.bs", "unknown key --config.data.bs (did you mean --config.data.batch_size or "
+                "--config.data.bucket_step?)"),
+    ("model.zzz", "unknown key --config.model.zzz (fix: a key of --config.model: dtype, "
+                  "embed_dim, freeze_embeddings, name; every key: --help)"),
+    ("baselines.x", "unknown key --config.baselines.x (fix: --config.baselines is empty in "
+                    "this config; --help)"),
+    ("data.batch_size.x", "--config.data.batch_size.x: --config.data.batch_size is a value, "
+                          "not a section (fix: --config.data.batch_size=VALUE)"),
+])
+def test_unknown_keys_are_named_with_the_closest_keys(path, message):
+    assert validation.unknown_key(configs.get_config("bag,trec"), path) == message
