@@ -1,4 +1,8 @@
-"""Greedy and beam decoding (static shapes, stop at </s>, length penalty) and sacrebleu BLEU."""
+"""Greedy and beam decoding (static shapes, stop at </s>, length penalty), the key/value-cached
+decoders against the full-buffer reference (toy models, the Transformer and Mean-Max AAE
+decoders: the same logits at every position, the same tokens), and sacrebleu BLEU."""
+
+import functools
 
 import chex
 import jax
@@ -6,17 +10,50 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxenc.configs import model_config
 from jaxenc.data.vocab import BOS, EOS, PAD
+from jaxenc.layers.transformer import TransformerDecoder
+from jaxenc.models.registry import build_encoder, own_decoder
 from jaxenc.tasks import decoding
+from jaxenc.tasks.tasks import Seq2Seq, translate
 
 VOCAB, MAX_LENGTH = 9, 7
 A, B = 6, 7  # two ordinary tokens
+
+
+def greedy(logits_fn, rows: int) -> jax.Array:
+    """Greedy decoding of a full-buffer `logits_fn` (the uncached reference)."""
+    return decoding.greedy_decode(decoding.full_buffer_step(logits_fn), (), rows, MAX_LENGTH)
+
+
+def beam(logits_fn, batch_size: int, beam_size: int, **options) -> tuple[jax.Array, jax.Array]:
+    """Beam search of a full-buffer `logits_fn` (the uncached reference)."""
+    return decoding.beam_search(decoding.full_buffer_step(logits_fn), (), batch_size, beam_size,
+                                MAX_LENGTH, **options)
 
 
 def bigram_model(seed: int):
     """logits_fn of a random bigram model: the next token depends on the last one only."""
     table = jax.random.normal(jax.random.key(seed), (VOCAB, VOCAB)) * 3.0
     return lambda tokens, t: table[tokens[:, t]]  # [N, T], t -> [N, V]
+
+
+def trigram_model(seed: int, sources: np.ndarray):
+    """(logits_fn, step_fn) of one random model of the next token given the last two and the
+    row's source id (sources int32[N], one per row). The step function's cache is (the token
+    before the last one int32[N], PAD at the start; the source ids int32[N]), which beam search
+    must reorder with the hypotheses."""
+    table = jax.random.normal(jax.random.key(seed), (int(sources.max()) + 1,) + (VOCAB,) * 3)
+    table = table * 3.0
+
+    def logits_fn(tokens, t):  # [N, T], t -> [N, V]
+        return table[sources, tokens[:, t], jnp.pad(tokens, ((0, 0), (1, 0)))[:, t]]
+
+    def step_fn(tokens, t, cache):  # [N, T] (reads column t), t, ([N], [N]) -> [N, V], cache
+        previous, source = cache
+        return table[source, tokens[:, t], previous], (tokens[:, t], source)
+
+    return logits_fn, step_fn
 
 
 def scripted(next_probs: dict[tuple[int, ...], dict[int, float]]):
@@ -38,26 +75,43 @@ def scripted(next_probs: dict[tuple[int, ...], dict[int, float]]):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_beam_of_one_is_greedy(seed):
-    logits_fn = bigram_model(seed)
-    greedy = jax.jit(decoding.greedy_decode, static_argnums=(0, 1, 2))(logits_fn, 3, MAX_LENGTH)
-    beam, score = jax.jit(decoding.beam_search, static_argnums=(0, 1, 2, 3))(
-        logits_fn, 3, 1, MAX_LENGTH)
-    chex.assert_shape(greedy, (3, MAX_LENGTH))
-    chex.assert_type([greedy, beam], jnp.int32)
-    np.testing.assert_array_equal(beam, greedy)
+    step_fn = decoding.full_buffer_step(bigram_model(seed))
+    greedy_tokens = jax.jit(decoding.greedy_decode, static_argnums=(0, 2, 3))(
+        step_fn, (), 3, MAX_LENGTH)
+    beam_tokens, score = jax.jit(decoding.beam_search, static_argnums=(0, 2, 3, 4))(
+        step_fn, (), 3, 1, MAX_LENGTH)
+    chex.assert_shape(greedy_tokens, (3, MAX_LENGTH))
+    chex.assert_type([greedy_tokens, beam_tokens], jnp.int32)
+    np.testing.assert_array_equal(beam_tokens, greedy_tokens)
     chex.assert_tree_all_finite(score)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_cache_reordered_with_the_beams_gives_the_full_buffer_result(seed):
+    batch_size, ends = 6, set()
+    for beam_size in (1, 3, 5):
+        sources = np.repeat(np.arange(batch_size), beam_size)
+        logits_fn, step_fn = trigram_model(seed, sources)
+        cache = (jnp.zeros(len(sources), jnp.int32), jnp.asarray(sources))
+        if beam_size == 1:
+            tokens = decoding.greedy_decode(step_fn, cache, batch_size, MAX_LENGTH)
+            np.testing.assert_array_equal(tokens, greedy(logits_fn, batch_size))
+        tokens, scores = decoding.beam_search(step_fn, cache, batch_size, beam_size, MAX_LENGTH)
+        reference_tokens, reference_scores = beam(logits_fn, batch_size, beam_size)
+        np.testing.assert_array_equal(tokens, reference_tokens)
+        np.testing.assert_allclose(scores, reference_scores, rtol=1e-6)
+        ends |= {list(row).index(EOS) if EOS in row else MAX_LENGTH for row in np.asarray(tokens)}
+    assert len(ends) > 1  # rows that finish at different steps
 
 
 def test_decoding_stops_at_eos_and_pads_after_it():
     # after BOS: A, then EOS; a row never goes on after EOS
     logits_fn = scripted({(): {A: 0.9}, (A,): {EOS: 0.9}})
-    for decoded in (decoding.greedy_decode(logits_fn, 2, MAX_LENGTH),
-                    decoding.beam_search(logits_fn, 2, 3, MAX_LENGTH)[0]):
+    for decoded in (greedy(logits_fn, 2), beam(logits_fn, 2, 3)[0]):
         np.testing.assert_array_equal(decoded, [[A, EOS] + [PAD] * (MAX_LENGTH - 2)] * 2)
     # a model that never says EOS is cut at max_length
     endless = scripted({(): {A: 0.9}, (A,): {A: 0.9}, (A, A): {A: 0.9}})
-    np.testing.assert_array_equal(decoding.greedy_decode(endless, 1, MAX_LENGTH),
-                                  [[A] * MAX_LENGTH])
+    np.testing.assert_array_equal(greedy(endless, 1), [[A] * MAX_LENGTH])
     assert decoding.strip_special([A, B, EOS, A, PAD]) == [A, B]
 
 
@@ -65,17 +119,130 @@ def test_beam_finds_what_greedy_misses_and_length_penalty_prefers_longer():
     # greedy takes A (0.6) and ends with 0.6 * 0.3; the beam finds B EOS with 0.4 * 1.0
     trap = scripted({(): {A: 0.6, B: 0.4}, (A,): {EOS: 0.3, A: 0.25, B: 0.25},
                      (A, A): {EOS: 1.0}, (A, B): {EOS: 1.0}, (B,): {EOS: 1.0}})
-    assert decoding.greedy_decode(trap, 1, MAX_LENGTH)[0, :2].tolist() == [A, EOS]
-    tokens, score = decoding.beam_search(trap, 1, 2, MAX_LENGTH, length_penalty=0.0)
+    assert greedy(trap, 1)[0, :2].tolist() == [A, EOS]
+    tokens, score = beam(trap, 1, 2, length_penalty=0.0)
     assert tokens[0, :2].tolist() == [B, EOS]
     np.testing.assert_allclose(score, np.log(0.4), rtol=1e-5)
     # EOS now (0.55) or A then EOS (0.45): raw log-probability picks the short one, a strong
     # length penalty (alpha 2: lp(2) / lp(1) = (7/6)^2) the long one
     choice = scripted({(): {EOS: 0.55, A: 0.45}, (A,): {EOS: 1.0}})
-    short = decoding.beam_search(choice, 1, 2, MAX_LENGTH, length_penalty=0.0)
-    long = decoding.beam_search(choice, 1, 2, MAX_LENGTH, length_penalty=2.0)
+    short = beam(choice, 1, 2, length_penalty=0.0)
+    long = beam(choice, 1, 2, length_penalty=2.0)
     assert short[0][0, :1].tolist() == [EOS] and long[0][0, :2].tolist() == [A, EOS]
     np.testing.assert_allclose(long[1], np.log(0.45) / (7 / 6) ** 2, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- real decoders
+
+MODEL_VOCAB, SOURCE_LENGTH, ROWS, DECODE_LENGTH = 24, 7, 6, 12
+# kind -> (factor on the EOS column of the output kernel, added to the EOS bias): makes rows of
+# the noisy random models stop at different steps (checked by the test)
+KINDS = {"transformer": (3.0, 4.0), "meanmax": (3.0, 6.0), "meanmax_learned": (1.0, 4.0)}
+
+
+@functools.cache
+def seq2seq(kind: str) -> Seq2Seq:
+    """A small Seq2Seq: a Transformer encoder (memory width 12) + the 2-layer TransformerDecoder
+    (width 16, so the memory is projected), or Mean-Max AAE with its own decoder (sinusoidal
+    positions, or 8 learned rows: positions past 7 share the last)."""
+    if kind == "transformer":
+        encoder = build_encoder(model_config("transformer", embed_dim=8, model_dim=12,
+                                             num_heads=2, ff_dim=16, num_layers=1),
+                                MODEL_VOCAB)
+        return Seq2Seq(encoder, TransformerDecoder(MODEL_VOCAB, model_dim=16, num_layers=2,
+                                                   num_heads=2, ff_dim=24, dropout_rate=0.0))
+    positions = dict(positions="learned", max_positions=8) if kind == "meanmax_learned" else {}
+    encoder = build_encoder(model_config("meanmax_aae", embed_dim=8, model_dim=16, num_heads=2,
+                                         ff_dim=24, **positions), MODEL_VOCAB)
+    return Seq2Seq(encoder, own_decoder(encoder, MODEL_VOCAB), share_word_table=True)
+
+
+def source_batch(seed: int) -> dict[str, np.ndarray]:
+    """ROWS random sources of 1..SOURCE_LENGTH words (the target fields only size the init)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, SOURCE_LENGTH + 1, ROWS).astype(np.int32)
+    words = rng.integers(6, MODEL_VOCAB, (ROWS, SOURCE_LENGTH))
+    tokens = np.where(np.arange(SOURCE_LENGTH) < lengths[:, None], words, PAD).astype(np.int32)
+    return {"source/tokens": tokens, "source/lengths": lengths, "target/tokens": tokens,
+            "target/lengths": lengths, "weight": np.ones(ROWS, np.float32)}
+
+
+def model_params(kind: str, seed: int, noisy_params) -> tuple[dict, dict]:
+    """(batch, noisy parameters of `seq2seq(kind)` with KINDS' EOS boost)."""
+    batch = source_batch(seed)
+    params = noisy_params(seq2seq(kind), batch, seed=seed)
+    scale, shift = KINDS[kind]
+    out = params["decoder"]["logits"]
+    out["kernel"] = out["kernel"].at[:, EOS].multiply(scale)
+    out["bias"] = out["bias"].at[EOS].add(shift)
+    return batch, params
+
+
+@functools.cache
+def jitted_translate(kind: str, beam_size: int, cached: bool):
+    return jax.jit(functools.partial(translate, seq2seq(kind), max_length=DECODE_LENGTH,
+                                     beam_size=beam_size, cached=cached))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cached_decoder_steps_give_the_full_buffer_logits(kind, noisy_params):
+    model = seq2seq(kind)
+    batch, params = model_params(kind, 0, noisy_params)
+    encoded = jax.jit(functools.partial(model.apply, method=Seq2Seq.encode))({"params": params},
+                                                                             batch)
+    memory, memory_mask = encoded["memory"], encoded["memory_mask"]
+    shared = ({"word_table": params["encoder"]["embed"]["embedding"]}
+              if model.share_word_table else {})
+    variables = {"params": params["decoder"]}
+    tokens = np.random.default_rng(1).integers(6, MODEL_VOCAB, (ROWS, DECODE_LENGTH))
+    tokens[:, 0] = BOS
+    full = jax.jit(functools.partial(model.decoder.apply, train=False))(
+        variables, tokens, np.full(ROWS, DECODE_LENGTH), memory, memory_mask,
+        **shared)  # [N, T, V]
+
+    @jax.jit
+    def decode(cache, inputs, position, memory):
+        return model.decoder.apply({**variables, "cache": cache}, inputs, None, memory,
+                                   memory_mask, train=False, position=position,
+                                   cache_length=DECODE_LENGTH, mutable=["cache"], **shared)
+
+    # the call that creates the cache writes three positions at once, then one per step
+    logits, cache = decode({}, tokens[:, :3], 0, memory)
+    np.testing.assert_allclose(logits, full[:, :3], rtol=1e-5, atol=1e-5)
+    cache = cache["cache"]
+    layers = [cache[f"layer_{i}"] for i in range(2)] if kind == "transformer" else [cache]
+    for layer in layers:  # [N, T, H, d_k] and [N, S, H, d_k]
+        own, other = layer["self_attention"], layer["memory_attention"]
+        chex.assert_shape([own["cached_key"], own["cached_value"]], (ROWS, DECODE_LENGTH, 2, 8))
+        chex.assert_shape([other["memory_key"], other["memory_value"]],
+                          (ROWS, memory.shape[1], 2, 8))
+    for t in range(3, DECODE_LENGTH):
+        logits, updated = decode(cache, tokens[:, t:t + 1], t, memory)
+        chex.assert_shape(logits, (ROWS, 1, MODEL_VOCAB))
+        np.testing.assert_allclose(logits[:, 0], full[:, t], rtol=1e-5, atol=1e-5)
+        # a step reads the memory's keys and values from the cache, not the memory
+        np.testing.assert_array_equal(decode(cache, tokens[:, t:t + 1], t, memory + 100.0)[0],
+                                      logits)
+        cache = updated["cache"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cached_greedy_and_beam_search_give_the_full_buffer_tokens(kind, noisy_params):
+    ends = []
+    for seed in (0, 1, 2):
+        batch, params = model_params(kind, seed, noisy_params)
+        for beam_size in (1, 3):
+            cached = np.asarray(jitted_translate(kind, beam_size, True)(params, batch))
+            reference = np.asarray(jitted_translate(kind, beam_size, False)(params, batch))
+            chex.assert_shape(cached, (ROWS, DECODE_LENGTH))
+            np.testing.assert_array_equal(cached, reference, err_msg=f"seed {seed}, beam "
+                                                                     f"{beam_size}")
+            ends.append({list(row).index(EOS) if EOS in row else DECODE_LENGTH
+                         for row in cached})
+    # some batch has rows that stop at different steps, and rows that run to the end
+    assert any(len(batch_ends) > 1 and DECODE_LENGTH in batch_ends for batch_ends in ends), ends
+    for beam_size in (1, 3):
+        assert jitted_translate(kind, beam_size, True)._cache_size() == 1
 
 
 def test_bleu_of_a_perfect_hypothesis_is_100_and_text_is_detokenised():

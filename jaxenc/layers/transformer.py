@@ -1,9 +1,12 @@
 """Transformer building blocks (Vaswani et al., 2017): the input stage, encoder and decoder
 layers, and the decoder stack that seq2seq tasks put on any encoder's memory.
 
-Shapes: B batch, L / T positions, S memory slots, D features. Attention masks follow
-`jaxenc.layers.masks` (query rows with no valid key give zeros, never NaN); multi-head attention
-is the one core of `jaxenc.layers.attention`.
+Shapes: B batch, L / T positions, S memory slots, D features, H heads of width d_k. Attention
+masks follow `jaxenc.layers.masks` (query rows with no valid key give zeros, never NaN);
+multi-head attention is the one core of `jaxenc.layers.attention`, and `CachedAttention` is its
+decode mode (the same parameters) for decoders that generate one position at a time with a
+key/value cache (`TransformerDecoder`, jaxenc.models.meanmax_aae.MeanMaxDecoder;
+jaxenc.tasks.decoding).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention, ScoreBias
+from jaxenc.layers.dense import get_activation
 from jaxenc.layers.embed import WordEmbed, look_up
-from jaxenc.layers.masks import DirectionalMask, Mask, length_mask
+from jaxenc.layers.masks import DirectionalMask, Mask, length_mask, masked_softmax
 
 POSITIONS = ("sinusoidal", "learned", "none")
 
@@ -34,7 +38,8 @@ def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim
                 dropout_rate: float, train: bool, positions: str = "sinusoidal",
                 max_positions: int = 512, trainable_embeddings: bool = True,
                 embedding_scale: float = 1.0, dtype: jnp.dtype = jnp.float32,
-                word_table: jax.Array | None = None) -> jax.Array:
+                word_table: jax.Array | None = None, first_position: jax.Array | int = 0,
+                position_rows: int | None = None) -> jax.Array:
     """tokens int32[B, L] -> Dropout(s W_in e(w) + PE) [B, L, model_dim], shared by encoders and
     decoders (s = `embedding_scale`; Vaswani et al. use sqrt(model_dim)).
 
@@ -43,7 +48,10 @@ def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim
     model_dim; "positions" for learned positions, `max_positions` rows: positions past the last
     row share it, so text longer than the table still encodes). `word_table` float[V, embed_dim]:
     read the words from this table (fixed: no gradient) instead of an own "embed" (a decoder
-    that shares its encoder's table).
+    that shares its encoder's table). `first_position` int32[] is the position of tokens[:, 0]
+    (a decoder in decode mode gets positions p .. p + L - 1); the sinusoidal rows then come from
+    a table of `position_rows` rows (the longest sequence decoded; default L), the same values
+    a full-length run adds at those positions.
     """
     if word_table is None:
         x = WordEmbed(vocab_size, embed_dim, trainable=trainable_embeddings, name="embed")(tokens)
@@ -56,10 +64,11 @@ def input_stage(tokens: jax.Array, *, vocab_size: int, embed_dim: int, model_dim
     x = x * embedding_scale
     length = tokens.shape[1]
     if positions == "sinusoidal":
-        x = x + sinusoidal_positions(length, model_dim).astype(dtype)
+        table = sinusoidal_positions(position_rows or length, model_dim).astype(dtype)
+        x = x + jax.lax.dynamic_slice_in_dim(table, first_position, length)
     elif positions == "learned":
         table = nn.Embed(max_positions, model_dim, dtype=dtype, name="positions")
-        x = x + table(jnp.minimum(jnp.arange(length), max_positions - 1))
+        x = x + table(jnp.minimum(first_position + jnp.arange(length), max_positions - 1))
     return nn.Dropout(dropout_rate)(x, deterministic=not train)
 
 
@@ -80,7 +89,10 @@ class FeedForward(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Post-norm encoder layer: x = LN(x + Drop(MHA(x, x))); x = LN(x + Drop(FFN(x))).
+    """Encoder layer, post-norm (Vaswani et al. 2017, the default):
+        x = LN(x + Drop(MHA(x, x))); x = LN(x + Drop(FFN(x)));
+    or pre-norm (`pre_norm`; Xiong et al. 2020: no warm-up needed, a final LN after the stack):
+        x = x + Drop(MHA(LN(x), LN(x))); x = x + Drop(FFN(LN(x))).
 
     `score_bias` (see jaxenc.layers.attention) adds e.g. relation scores to the self-attention.
     """
@@ -89,6 +101,7 @@ class EncoderBlock(nn.Module):
     ff_features: int
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+    pre_norm: bool = False
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -96,13 +109,85 @@ class EncoderBlock(nn.Module):
                  score_bias: ScoreBias | None = None) -> jax.Array:
         """x [B, L, D], mask over [B, L, L] -> [B, L, D]."""
         drop = nn.Dropout(self.dropout_rate, deterministic=not train)
-        attended = MultiHeadAttention(self.num_heads, dropout_rate=self.attention_dropout_rate,
-                                      dtype=self.dtype, name="self_attention")(
-            x, x, mask, train=train, score_bias=score_bias)
-        x = nn.LayerNorm(dtype=self.dtype, name="attention_norm")(x + drop(attended))
-        transformed = FeedForward(self.ff_features, self.dropout_rate, self.dtype,
-                                  name="ffn")(x, train=train)
-        return nn.LayerNorm(dtype=self.dtype, name="ffn_norm")(x + drop(transformed))
+        attention_norm = nn.LayerNorm(dtype=self.dtype, name="attention_norm")
+        ffn_norm = nn.LayerNorm(dtype=self.dtype, name="ffn_norm")
+        attention = MultiHeadAttention(self.num_heads, dropout_rate=self.attention_dropout_rate,
+                                       dtype=self.dtype, name="self_attention")
+        ffn = FeedForward(self.ff_features, self.dropout_rate, self.dtype, name="ffn")
+        if self.pre_norm:
+            normed = attention_norm(x)
+            x = x + drop(attention(normed, normed, mask, train=train, score_bias=score_bias))
+            return x + drop(ffn(ffn_norm(x), train=train))
+        x = attention_norm(x + drop(attention(x, x, mask, train=train, score_bias=score_bias)))
+        return ffn_norm(x + drop(ffn(x, train=train)))
+
+
+class CachedAttention(nn.Module):
+    """`MultiHeadAttention` in decode mode, with its parameters ("query", "key", "value" and,
+    unless `output_projection` is False, "out"), so a decoder trained with MultiHeadAttention
+    decodes with it. Inference only: no dropout, no score bias, linear head activation.
+
+    Self-attention (`memory` None): the N rows generate a sequence of at most `cache_length`
+    positions. queries [N, L, D_q] are positions p .. p + L - 1 (p = `position` int32[]); their
+    keys and values are written into the "cache" collection at those positions, `cached_key`
+    and `cached_value` [N, cache_length, H, d_k] (created as zeros when absent), and query p + i
+    attends the cached positions 0 .. p + i; positions after it are masked (not yet written, or
+    stale). A call projects only its L new positions and reads the cache once: O(L) projections
+    and O(L cache_length) attention work, where a full-length rerun projects every position.
+
+    Memory attention (`memory` [N, S, D_m], `memory_mask` bool[N, S]): the call that creates the
+    cache projects the memory's keys and values into it (`memory_key`, `memory_value`
+    [N, S, H, d_k]); later calls read them and ignore `memory` (a cache belongs to one memory),
+    so a step does not project the S slots again.
+
+    Returns [N, L, D_out]: D_out = D_q with the output projection, H d_k without.
+    """
+
+    num_heads: int
+    qkv_features: int | None = None
+    output_projection: bool = True
+    projection_activation: str = "linear"
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, queries: jax.Array, memory: jax.Array | None = None,
+                 memory_mask: jax.Array | None = None, *, position: jax.Array | None = None,
+                 cache_length: int | None = None) -> jax.Array:
+        """queries [N, L, D_q]; self-attention: `position` int32[] and `cache_length`; memory
+        attention: memory [N, S, D_m] and memory_mask bool[N, S]."""
+        features = self.qkv_features or queries.shape[-1]
+        head_dim = features // self.num_heads
+        activation = get_activation(self.projection_activation)
+
+        def project(name: str, inputs: jax.Array) -> jax.Array:  # [N, L, D] -> [N, L, H, d_k]
+            return activation(nn.DenseGeneral((self.num_heads, head_dim), dtype=self.dtype,
+                                              kernel_init=DEFAULT_KERNEL_INIT, name=name)(inputs))
+
+        query = project("query", queries)
+        if memory is None:
+            shape = (queries.shape[0], cache_length, self.num_heads, head_dim)
+            keys = self.variable("cache", "cached_key", jnp.zeros, shape, self.dtype)
+            values = self.variable("cache", "cached_value", jnp.zeros, shape, self.dtype)
+            start = (0, position, 0, 0)
+            keys.value = jax.lax.dynamic_update_slice(
+                keys.value, project("key", queries).astype(keys.value.dtype), start)
+            values.value = jax.lax.dynamic_update_slice(
+                values.value, project("value", queries).astype(values.value.dtype), start)
+            key, value = keys.value, values.value
+            query_positions = position + jnp.arange(queries.shape[1])
+            valid = jnp.arange(key.shape[1]) <= query_positions[:, None]  # [L, cache_length]
+            valid = valid[None, None]
+        else:
+            key = self.variable("cache", "memory_key", lambda: project("key", memory)).value
+            value = self.variable("cache", "memory_value", lambda: project("value", memory)).value
+            valid = memory_mask[:, None, None, :]
+        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
+        weights = masked_softmax(scores.astype(jnp.float32), valid)
+        heads = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(self.dtype), value)
+        if not self.output_projection:
+            return heads.reshape(*heads.shape[:-2], features)
+        return nn.DenseGeneral(queries.shape[-1], axis=(-2, -1), dtype=self.dtype,
+                               kernel_init=DEFAULT_KERNEL_INIT, name="out")(heads)
 
 
 class DecoderBlock(nn.Module):
@@ -115,17 +200,32 @@ class DecoderBlock(nn.Module):
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, y: jax.Array, memory: jax.Array, self_mask: Mask | jax.Array,
-                 memory_mask: Mask | jax.Array, *, train: bool) -> jax.Array:
-        """y [B, T, D], memory [B, S, D]; masks over [B, T, T] and [B, T, S]."""
+    def __call__(self, y: jax.Array, memory: jax.Array, self_mask: Mask | jax.Array | None,
+                 memory_mask: Mask | jax.Array, *, train: bool,
+                 position: jax.Array | None = None, cache_length: int | None = None) -> jax.Array:
+        """y [B, T, D], memory [B, S, D]; masks over [B, T, T] and [B, T, S].
+
+        With `cache_length` (decode mode, `CachedAttention`, "cache" mutable): y [N, L, D] are
+        positions position .. position + L - 1 of a sequence of at most cache_length,
+        `self_mask` is not read (the cache masks the later positions) and memory_mask is
+        bool[N, S].
+        """
         drop = nn.Dropout(self.dropout_rate, deterministic=not train)
-        attention = lambda name: MultiHeadAttention(
-            self.num_heads, dropout_rate=self.attention_dropout_rate, dtype=self.dtype, name=name)
         norm = lambda name: nn.LayerNorm(dtype=self.dtype, name=name)
-        y = norm("self_attention_norm")(
-            y + drop(attention("self_attention")(y, y, self_mask, train=train)))
-        y = norm("memory_attention_norm")(
-            y + drop(attention("memory_attention")(y, memory, memory_mask, train=train)))
+        if cache_length is None:
+            attention = lambda name: MultiHeadAttention(
+                self.num_heads, dropout_rate=self.attention_dropout_rate, dtype=self.dtype,
+                name=name)
+            attend_self = lambda y: attention("self_attention")(y, y, self_mask, train=train)
+            attend_memory = lambda y: attention("memory_attention")(y, memory, memory_mask,
+                                                                    train=train)
+        else:
+            cached = lambda name: CachedAttention(self.num_heads, dtype=self.dtype, name=name)
+            attend_self = lambda y: cached("self_attention")(y, position=position,
+                                                             cache_length=cache_length)
+            attend_memory = lambda y: cached("memory_attention")(y, memory, memory_mask)
+        y = norm("self_attention_norm")(y + drop(attend_self(y)))
+        y = norm("memory_attention_norm")(y + drop(attend_memory(y)))
         transformed = FeedForward(self.ff_features, self.dropout_rate, self.dtype,
                                   name="ffn")(y, train=train)
         return norm("ffn_norm")(y + drop(transformed))
@@ -150,6 +250,14 @@ class TransformerDecoder(nn.Module):
     (causal self-attention, attention over the memory slots that `memory_mask` marks real, FFN),
     Dense over V. The memory is the encoder output contract's `memory` [B, S, D_m] (word states,
     plus hypernodes or pooled slots for some encoders), projected to model_dim when D_m differs.
+
+    Decode mode (`cache_length`, jaxenc.tasks.decoding) generates one position per call with a
+    key/value cache in the "cache" collection, per layer: `self_attention` {`cached_key`,
+    `cached_value`} [N, cache_length, H, d_k] and `memory_attention` {`memory_key`,
+    `memory_value`} [N, S, H, d_k] (`CachedAttention`). A step then costs O(1) positions of
+    projections and feed-forward plus O(cache_length) attention reads per row, so a sequence of
+    T tokens costs O(T) positions, where rerunning the decoder over the token buffer at every
+    step (`position` without `cache_length`) costs O(T) positions per step, O(T^2) in all.
     """
 
     vocab_size: int
@@ -161,26 +269,41 @@ class TransformerDecoder(nn.Module):
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
-                 memory_mask: jax.Array, *, train: bool,
-                 position: jax.Array | None = None) -> jax.Array:
+    def __call__(self, inputs: jax.Array, input_lengths: jax.Array | None, memory: jax.Array,
+                 memory_mask: jax.Array, *, train: bool, position: jax.Array | None = None,
+                 cache_length: int | None = None) -> jax.Array:
         """inputs int32[B, T], input_lengths int32[B], memory [B, S, D_m], memory_mask
-        bool[B, S]; with `position` int32[] only that position's logits [B, V] (decoding)."""
-        length = inputs.shape[1]
+        bool[B, S] -> logits float32[B, T, V]; with `position` int32[] only that position's
+        logits [B, V] (the full-buffer decoding reference).
+
+        With `cache_length` (decode mode, inference, "cache" mutable): inputs int32[N, L] are
+        the tokens at positions position .. position + L - 1 (L = 1 per decoding step) of a
+        sequence of at most cache_length tokens, input_lengths is not read, and the result is
+        logits float32[N, L, V], those of a full run over the sequence so far. The call that
+        creates the cache (zeros, then its positions written) also projects the memory into it;
+        later calls read the memory's keys and values from the cache.
+        """
+        decode = cache_length is not None
         y = input_stage(inputs, vocab_size=self.vocab_size, embed_dim=self.model_dim,
                         model_dim=self.model_dim, dropout_rate=self.dropout_rate, train=train,
-                        dtype=self.dtype)
+                        dtype=self.dtype, first_position=position if decode else 0,
+                        position_rows=cache_length)
         if memory.shape[-1] != self.model_dim:
             memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
                               name="memory_projection")(memory)
-        real, self_mask, memory_rows = decoder_masks(input_lengths, length, memory_mask)
+        if decode:
+            real, self_mask, memory_rows = None, None, memory_mask
+        else:
+            real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1],
+                                                         memory_mask)
         for layer in range(self.num_layers):
             y = DecoderBlock(self.num_heads, self.ff_dim, self.dropout_rate, dtype=self.dtype,
                              name=f"layer_{layer}")(y, memory, self_mask, memory_rows,
-                                                    train=train)
-        y = y * real[..., None].astype(y.dtype)
-        if position is not None:
-            y = jnp.take(y, position, axis=1)
+                                                    train=train, position=position,
+                                                    cache_length=cache_length)
+        if not decode:
+            y = y * real[..., None].astype(y.dtype)
+            if position is not None:
+                y = jnp.take(y, position, axis=1)
         return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
                         name="logits")(y).astype(jnp.float32)
-

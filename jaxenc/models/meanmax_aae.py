@@ -57,7 +57,13 @@ from jaxenc.layers.masks import (
     masked_max,
     masked_mean,
 )
-from jaxenc.layers.transformer import POSITIONS, FeedForward, decoder_masks, input_stage
+from jaxenc.layers.transformer import (
+    POSITIONS,
+    CachedAttention,
+    FeedForward,
+    decoder_masks,
+    input_stage,
+)
 from jaxenc.models.config import EncoderConfig, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
@@ -113,13 +119,16 @@ class MeanMaxAAEConfig(EncoderConfig):
 
 
 def _inputs(cfg: MeanMaxAAEConfig, tokens: jax.Array, vocab_size: int, *, train: bool,
-            word_table: jax.Array | None = None) -> jax.Array:
-    """eq. 1-2: tokens int32[B, L] -> Dropout(e_t + p_t) [B, L, embed_dim] (no projection)."""
+            word_table: jax.Array | None = None, first_position: jax.Array | int = 0,
+            position_rows: int | None = None) -> jax.Array:
+    """eq. 1-2: tokens int32[B, L] -> Dropout(e_t + p_t) [B, L, embed_dim] (no projection);
+    t counts from `first_position` (decode mode, `input_stage`)."""
     return input_stage(tokens, vocab_size=vocab_size, embed_dim=cfg.embed_dim,
                        model_dim=cfg.embed_dim, dropout_rate=cfg.dropout_rate, train=train,
                        positions=cfg.positions, max_positions=cfg.max_positions,
                        trainable_embeddings=not cfg.freeze_embeddings, dtype=cfg.compute_dtype,
-                       word_table=word_table)
+                       word_table=word_table, first_position=first_position,
+                       position_rows=position_rows)
 
 
 def _attention(cfg: MeanMaxAAEConfig, name: str, queries: jax.Array, memory: jax.Array,
@@ -131,6 +140,13 @@ def _attention(cfg: MeanMaxAAEConfig, name: str, queries: jax.Array, memory: jax
         projection_activation="relu" if cfg.relu_projections else "linear",
         dropout_rate=cfg.dropout_rate, dtype=cfg.compute_dtype, name=name)(
         queries, memory, mask, train=train)
+
+
+def _cached_attention(cfg: MeanMaxAAEConfig, name: str) -> CachedAttention:
+    """`_attention`'s decode mode (its parameters, a key/value cache; no dropout)."""
+    return CachedAttention(cfg.num_heads, qkv_features=cfg.model_dim, output_projection=False,
+                           projection_activation="relu" if cfg.relu_projections else "linear",
+                           dtype=cfg.compute_dtype, name=name)
 
 
 def _norm(name: str, x: jax.Array, dtype: jnp.dtype) -> jax.Array:
@@ -191,30 +207,57 @@ class MeanMaxDecoder(nn.Module):
 
     Called by `jaxenc.tasks.tasks.Seq2Seq` with `word_table` float[V, embed_dim], the encoder's
     fixed word table, so the decoder reads the same vectors and has no table of its own.
+
+    Decode mode (`cache_length`, jaxenc.tasks.decoding) generates one position per call with a
+    key/value cache in the "cache" collection (`jaxenc.layers.transformer.CachedAttention`):
+    `self_attention` {`cached_key`, `cached_value`} [N, cache_length, H, d_m / H] and
+    `memory_attention` {`memory_key`, `memory_value`} [N, S, H, d_m / H]. A step costs O(1)
+    positions of projections and feed-forward plus O(cache_length) attention reads per row: a
+    sequence of T tokens costs O(T) positions instead of the O(T^2) of rerunning the decoder
+    over the token buffer at every step (`position` without `cache_length`).
     """
 
     vocab_size: int
     config: MeanMaxAAEConfig = MeanMaxAAEConfig()
 
     @nn.compact
-    def __call__(self, inputs: jax.Array, input_lengths: jax.Array, memory: jax.Array,
+    def __call__(self, inputs: jax.Array, input_lengths: jax.Array | None, memory: jax.Array,
                  memory_mask: jax.Array, *, train: bool, word_table: jax.Array,
-                 position: jax.Array | None = None) -> jax.Array:
+                 position: jax.Array | None = None,
+                 cache_length: int | None = None) -> jax.Array:
         """inputs int32[B, T], input_lengths int32[B], memory [B, S, d_m], memory_mask
-        bool[B, S], word_table float[V, embed_dim]; with `position` int32[] only that position's
-        logits [B, V] (decoding)."""
+        bool[B, S], word_table float[V, embed_dim] -> logits float32[B, T, V]; with `position`
+        int32[] only that position's logits [B, V] (the full-buffer decoding reference).
+
+        With `cache_length` (decode mode, inference, "cache" mutable): inputs int32[N, L] are
+        the tokens at positions position .. position + L - 1 (L = 1 per decoding step) of a
+        sequence of at most cache_length tokens, input_lengths is not read, and the result is
+        logits float32[N, L, V], those of a full run over the sequence so far. The call that
+        creates the cache also projects the memory slots into it.
+        """
         cfg = self.config
-        real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1], memory_mask)
-        y = _inputs(cfg, inputs, self.vocab_size, train=train, word_table=word_table)
-        a = _norm("self_attention_norm",
-                  _attention(cfg, "self_attention", y, y, self_mask, train=train),
-                  cfg.compute_dtype)  # eq. 15-16
-        a = _norm("memory_attention_norm",
-                  _attention(cfg, "memory_attention", a, memory, memory_rows, train=train) + a,
-                  cfg.compute_dtype)  # eq. 17-18
-        h = _feed_forward(cfg, a, train=train) * real[..., None].astype(a.dtype)  # eq. 19-20
-        if position is not None:
-            h = jnp.take(h, position, axis=1)
+        decode = cache_length is not None
+        y = _inputs(cfg, inputs, self.vocab_size, train=train, word_table=word_table,
+                    first_position=position if decode else 0, position_rows=cache_length)
+        if decode:
+            attend_self = lambda y: _cached_attention(cfg, "self_attention")(
+                y, position=position, cache_length=cache_length)
+            attend_memory = lambda a: _cached_attention(cfg, "memory_attention")(
+                a, memory, memory_mask)
+        else:
+            real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1],
+                                                         memory_mask)
+            attend_self = lambda y: _attention(cfg, "self_attention", y, y, self_mask,
+                                               train=train)
+            attend_memory = lambda a: _attention(cfg, "memory_attention", a, memory, memory_rows,
+                                                 train=train)
+        a = _norm("self_attention_norm", attend_self(y), cfg.compute_dtype)  # eq. 15-16
+        a = _norm("memory_attention_norm", attend_memory(a) + a, cfg.compute_dtype)  # eq. 17-18
+        h = _feed_forward(cfg, a, train=train)  # eq. 19-20
+        if not decode:
+            h = h * real[..., None].astype(a.dtype)
+            if position is not None:
+                h = jnp.take(h, position, axis=1)
         return nn.Dense(self.vocab_size, kernel_init=DEFAULT_KERNEL_INIT, dtype=cfg.compute_dtype,
                         name="logits")(h).astype(jnp.float32)  # eq. 21
 

@@ -91,6 +91,8 @@ class PhraseTransformerConfig(TransformerSizes):
                 "per dependent)", "dense")
         require(self.phase2 == "dense" or self.phrase_mask == "additive", "phase2", self.phase2,
                 "cannot give phrase_mask='hadamard', which weighs every real node", "dense")
+        require(self.layer_norm == "post", "layer_norm", self.layer_norm,
+                "is not available for the PhraseTransformer's phases (post-norm only)", "post")
         super().validate()
 
 

@@ -22,6 +22,7 @@ from jaxenc.models.config import EncoderConfig, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 POOLINGS = {"mean": masked_mean, "max": masked_max}
+LAYER_NORMS = ("post", "pre")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,16 +37,22 @@ class TransformerSizes(EncoderConfig):
     ff_dim: int = 600
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
-    # Vaswani et al. multiply the embeddings by sqrt(model_dim). Off by default (the results so
-    # far were run without): then small word vectors (U(-0.05, 0.05), 50-d GloVe projected to
+    # Vaswani et al. multiply the embeddings by sqrt(model_dim). Off by default, the encoders'
+    # papers say nothing of it; then small word vectors (U(-0.05, 0.05), 50-d GloVe projected to
     # 300) are dwarfed by the positions and every sentence starts out nearly the same vector.
     scale_embeddings: bool = False
+    # "post": LayerNorm after each residual sum (Vaswani et al., the papers' Transformers);
+    # "pre": before each sublayer, plus a final LayerNorm over the stack's output (Xiong et al.
+    # 2020), which trains without warm-up at larger learning rates.
+    layer_norm: str = "post"
 
     @property
     def embedding_scale(self) -> float:
         return float(self.model_dim) ** 0.5 if self.scale_embeddings else 1.0
 
     def validate(self) -> None:
+        require(self.layer_norm in LAYER_NORMS, "layer_norm", self.layer_norm,
+                f"is not one of {', '.join(LAYER_NORMS)}", "post")
         require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
                 f"is not divisible by model.num_heads={self.num_heads}",
                 self.num_heads * max(1, self.model_dim // self.num_heads))
@@ -71,17 +78,21 @@ LayerScoreBias = Callable[[int, jax.Array], ScoreBias | None]
 def encoder_stack(x: jax.Array, lengths: jax.Array, sizes: TransformerSizes, *, train: bool,
                   score_bias: LayerScoreBias | None = None) -> jax.Array:
     """`sizes.num_layers` EncoderBlocks ("layer_0", ...) over x [B, L, d] -> [B, L, d], padding
-    keys masked and padding rows zeroed after every layer. Call it inside a module's compact
+    keys masked and padding rows zeroed after every layer; with `sizes.layer_norm="pre"`, a final
+    LayerNorm ("final_norm") over the last layer's output. Call it inside a module's compact
     `__call__` (the blocks belong to that module)."""
-    mask = length_mask(lengths, x.shape[1])
+    mask = length_mask(lengths, x.shape[1])[..., None]
     attention_mask = PaddingMask(key_lengths=lengths, query_lengths=lengths)
+    pre_norm = sizes.layer_norm == "pre"
     for layer in range(sizes.num_layers):
         x = EncoderBlock(sizes.num_heads, sizes.ff_dim, sizes.dropout_rate,
-                         sizes.attention_dropout_rate, dtype=sizes.compute_dtype,
-                         name=f"layer_{layer}")(
+                         sizes.attention_dropout_rate, pre_norm=pre_norm,
+                         dtype=sizes.compute_dtype, name=f"layer_{layer}")(
             x, attention_mask, train=train,
             score_bias=None if score_bias is None else score_bias(layer, x))
-        x = x * mask[..., None].astype(x.dtype)
+        x = x * mask.astype(x.dtype)
+    if pre_norm:
+        x = nn.LayerNorm(dtype=sizes.compute_dtype, name="final_norm")(x) * mask.astype(x.dtype)
     return x
 
 

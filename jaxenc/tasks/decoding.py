@@ -1,11 +1,20 @@
-"""Greedy and beam-search decoding with static shapes, and corpus BLEU with sacrebleu.
+"""Greedy and beam-search decoding with static shapes and a key/value cache, and corpus BLEU
+with sacrebleu.
 
-Both decoders call `logits_fn(tokens int32[N, T], t int32[]) -> float32[N, V]`, the decoder run
-over a fixed buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD, ...], returning the
-logits at position t, which give y_{t+1} (a causal decoder never looks past t, so the padding
-after it changes nothing). There is no key/value cache: step t recomputes the decoder over the
-buffer, O(T) positions per step (the vocabulary projection only at t).
-The buffer never changes shape, so each function compiles once per (batch, source bucket) and a
+Both decoders call a step function `step_fn(tokens int32[N, T], t int32[], cache) -> (logits
+float32[N, V], cache)`: tokens is the buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD,
+...], the logits give y_{t+1}, and the cache (any pytree whose leaves have the N rows as their first
+axis) carries what the model keeps of positions 0..t. A key/value-cached step
+(`jaxenc.tasks.tasks.translate`) reads only tokens[:, t]: each decoder self-attention layer keeps
+the keys and values of the positions so far, [N, max_length, H, d_k], allocated up front and written
+at t (and each memory attention the memory's, projected once), so a step costs O(1) positions of the
+decoder plus O(max_length) attention reads, and a sequence O(T) positions. `full_buffer_step` wraps
+a `logits_fn` that reruns the decoder over the whole buffer (a causal decoder's logits at t see
+positions 0..t only, so the padding after t changes nothing) with an empty cache: O(T) positions per
+step, O(T^2) per sequence, the reference the cached decoders are tested and timed against. It reads
+the token buffer alone, so it checks the cache bookkeeping rather than sharing it.
+
+The cache never changes shape, so each function compiles once per (batch, source bucket) and one
 `lax.while_loop` stops as soon as every row has produced EOS (or after max_length tokens).
 Outputs are int32[B, max_length]: y_1 .. y_n, EOS, then PAD (0); a row that never produced EOS is
 cut at max_length.
@@ -13,13 +22,16 @@ cut at max_length.
 Beam search keeps `beam_size` hypotheses per row, ranked at every step by the length-normalised
 log-probability log P(y) / lp(y), lp = ((5 + |y|) / 6) ** length_penalty (Wu et al. 2016; 0 = no
 normalisation), |y| counting EOS. A finished hypothesis stays in the beam with its score and can
-only be extended by PAD at no cost; the result is the best-scoring hypothesis. One hypothesis
-(beam_size=1) is exactly greedy decoding.
+only be extended by PAD at no cost; the result is the best-scoring hypothesis. The cache rows
+follow their hypotheses: after each step every cache leaf is gathered by the beam each new
+hypothesis extends (flax's wmt example's `gather_beams`). One hypothesis (beam_size=1) is exactly
+greedy decoding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,8 +43,21 @@ from jaxenc.data.vocab import BOS, EOS, PAD
 
 _MOSES = MosesDetokenizer(lang="en")  # the target language of Multi30k de -> en
 
+Cache = Any
+"""A pytree of arrays whose first axis is the N decoded rows (the empty tuple: no cache)."""
+StepFn = Callable[[jax.Array, jax.Array, Cache], tuple[jax.Array, Cache]]
+"""(tokens int32[N, T] the buffer so far, t int32[], cache) -> (logits float32[N, V]
+predicting token t + 1, the cache with position t added)."""
 LogitsFn = Callable[[jax.Array, jax.Array], jax.Array]
 """(tokens int32[N, T], position t int32[]) -> logits float32[N, V] predicting token t + 1."""
+
+
+def full_buffer_step(logits_fn: LogitsFn) -> StepFn:
+    """The uncached reference as a step function (its cache is the empty tuple): `logits_fn`
+    over the whole token buffer at every step, all T positions recomputed, O(T^2) positions per
+    sequence; the tests and bench/bench_decoding.py check and time the cached decoders
+    against it."""
+    return lambda tokens, t, cache: (logits_fn(tokens, t), cache)
 
 
 def _buffer(rows: int, max_length: int) -> jax.Array:
@@ -40,20 +65,22 @@ def _buffer(rows: int, max_length: int) -> jax.Array:
     return jnp.zeros((rows, max_length + 1), jnp.int32).at[:, 0].set(BOS)
 
 
-def greedy_decode(logits_fn: LogitsFn, batch_size: int, max_length: int) -> jax.Array:
-    """int32[B, max_length]: the most probable next token at every step, until EOS."""
+def greedy_decode(step_fn: StepFn, cache: Cache, batch_size: int,
+                  max_length: int) -> jax.Array:
+    """int32[B, max_length]: the most probable next token at every step, until EOS. `cache` is
+    the step function's initial cache for the B rows."""
 
     def step(state):
-        t, tokens, finished = state
-        logits = logits_fn(tokens[:, :max_length], t)
+        t, tokens, finished, cache = state
+        logits, cache = step_fn(tokens[:, :max_length], t, cache)
         chosen = jnp.where(finished, PAD, jnp.argmax(logits, axis=-1).astype(jnp.int32))
-        return t + 1, tokens.at[:, t + 1].set(chosen), finished | (chosen == EOS)
+        return t + 1, tokens.at[:, t + 1].set(chosen), finished | (chosen == EOS), cache
 
     def going(state):
-        t, _, finished = state
+        t, _, finished, _ = state
         return (t < max_length) & ~jnp.all(finished)
 
-    state = (jnp.int32(0), _buffer(batch_size, max_length), jnp.zeros(batch_size, bool))
+    state = (jnp.int32(0), _buffer(batch_size, max_length), jnp.zeros(batch_size, bool), cache)
     return jax.lax.while_loop(going, step, state)[1][:, 1:]
 
 
@@ -62,18 +89,24 @@ def length_penalty_factor(lengths: jax.Array, alpha: float) -> jax.Array:
     return ((5.0 + lengths.astype(jnp.float32)) / 6.0) ** alpha
 
 
-def beam_search(logits_fn: LogitsFn, batch_size: int, beam_size: int, max_length: int,
+def gather_rows(cache: Cache, rows: jax.Array) -> Cache:
+    """Every leaf [N, ...] of `cache` -> leaf[rows] (rows int32[N]): the cache of the chosen
+    hypotheses, in their new order."""
+    return jax.tree.map(lambda leaf: jnp.take(leaf, rows, axis=0), cache)
+
+
+def beam_search(step_fn: StepFn, cache: Cache, batch_size: int, beam_size: int, max_length: int,
                 length_penalty: float = 0.6) -> tuple[jax.Array, jax.Array]:
     """(int32[B, max_length] best hypothesis, float32[B] its normalised log-probability).
 
-    `logits_fn` reads beam_size rows per example, example-major (rows b * beam_size + j), so the
-    caller repeats the encoder memory `beam_size` times along the batch axis.
+    `step_fn` and `cache` hold beam_size rows per example, example-major (rows b * beam_size +
+    j), so the caller repeats the encoder memory `beam_size` times along the batch axis.
     """
     rows = batch_size * beam_size
 
     def step(state):
-        t, tokens, scores, lengths, finished = state  # [B, K, T+1], [B, K], [B, K], [B, K]
-        logits = logits_fn(tokens.reshape(rows, -1)[:, :max_length], t)
+        t, tokens, scores, lengths, finished, cache = state  # [B, K, T+1], [B, K] x 3
+        logits, cache = step_fn(tokens.reshape(rows, -1)[:, :max_length], t, cache)
         log_probs = jax.nn.log_softmax(logits.astype(jnp.float32)).reshape(
             batch_size, beam_size, -1)
         vocab = log_probs.shape[-1]
@@ -88,18 +121,19 @@ def beam_search(logits_fn: LogitsFn, batch_size: int, beam_size: int, max_length
         tokens = jnp.take_along_axis(tokens, beam[..., None], axis=1).at[:, :, t + 1].set(token)
         scores = jnp.take_along_axis(candidate.reshape(batch_size, -1), best, axis=1)
         lengths = jnp.where(pick(finished), pick(lengths), t + 1)
-        return t + 1, tokens, scores, lengths, pick(finished) | (token == EOS)
+        cache = gather_rows(cache, (jnp.arange(batch_size)[:, None] * beam_size + beam).reshape(-1))
+        return t + 1, tokens, scores, lengths, pick(finished) | (token == EOS), cache
 
     def going(state):
-        t, *_, finished = state
+        t, *_, finished, _ = state
         return (t < max_length) & ~jnp.all(finished)
 
     first_only = jnp.where(jnp.arange(beam_size) == 0, 0.0, -jnp.inf)  # no duplicate starts
     state = (jnp.int32(0), _buffer(rows, max_length).reshape(batch_size, beam_size, -1),
              jnp.broadcast_to(first_only, (batch_size, beam_size)),
              jnp.zeros((batch_size, beam_size), jnp.int32),
-             jnp.zeros((batch_size, beam_size), bool))
-    _, tokens, scores, lengths, _ = jax.lax.while_loop(going, step, state)
+             jnp.zeros((batch_size, beam_size), bool), cache)
+    _, tokens, scores, lengths, _, _ = jax.lax.while_loop(going, step, state)
     normalised = scores / length_penalty_factor(lengths, length_penalty)
     best = jnp.argmax(normalised, axis=1)
     chosen = jnp.take_along_axis(tokens, best[:, None, None], axis=1)[:, 0, 1:]

@@ -28,7 +28,7 @@ import numpy as np
 from jaxenc.data.batching import sentence_fields
 from jaxenc.data.featurize import target_sentence
 from jaxenc.data.records import Example
-from jaxenc.data.vocab import Vocabulary
+from jaxenc.data.vocab import BOS, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.embed import EMBEDDING_PARAM
 from jaxenc.layers.masks import length_mask
@@ -279,8 +279,9 @@ def decoder_io(batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 class Seq2Seq(nn.Module):
     """batch {source/..., target/...} -> {"logits": [B, T-1, V]} (a decoder over the encoder
-    output's "memory" slots, those "memory_mask" marks real). `encode` and `next_logits` are the
-    two halves that `translate` calls (method= of apply).
+    output's "memory" slots, those "memory_mask" marks real). `encode`, then `decode_step` (the
+    decoder's key/value-cached decode mode) or `next_logits` (the full-buffer reference) are the
+    halves that `translate` calls (method= of apply).
 
     With `share_word_table` the decoder also gets the encoder's word table (params
     encoder/embed/embedding) as `word_table`: the decoders that a model brings
@@ -304,10 +305,21 @@ class Seq2Seq(nn.Module):
 
     def next_logits(self, tokens: jax.Array, position: jax.Array, memory: jax.Array,
                     memory_mask: jax.Array) -> jax.Array:
-        """Decoder logits [N, V] at `position` int32[] of a token buffer int32[N, T]."""
+        """Decoder logits [N, V] at `position` int32[] of a token buffer int32[N, T], the
+        decoder rerun over all T positions (the uncached reference)."""
         lengths = jnp.full(tokens.shape[:1], tokens.shape[1], jnp.int32)
         return self.decoder(tokens, lengths, memory, memory_mask, train=False, position=position,
                             **self._shared())
+
+    def decode_step(self, tokens: jax.Array, position: jax.Array, memory: jax.Array,
+                    memory_mask: jax.Array, max_length: int) -> jax.Array:
+        """Decoder logits [N, V] after the tokens int32[N] at `position` int32[] of a sequence
+        of at most `max_length`, in decode mode: apply with "cache" mutable, which holds the
+        keys and values of the positions so far (created by the first call, see the decoders'
+        `cache_length`)."""
+        logits = self.decoder(tokens[:, None], None, memory, memory_mask, train=False,
+                              position=position, cache_length=max_length, **self._shared())
+        return logits[:, 0]
 
     def _shared(self) -> dict[str, jax.Array]:
         """{"word_table": the encoder's word table} when the decoder reads it, else {}."""
@@ -320,20 +332,37 @@ class Seq2Seq(nn.Module):
 
 
 def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
-              beam_size: int = 1, length_penalty: float = 0.6) -> jax.Array:
+              beam_size: int = 1, length_penalty: float = 0.6, cached: bool = True) -> jax.Array:
     """int32[B, max_length] decoded target ids of `source/...` (jaxenc.tasks.decoding: greedy
-    for beam_size 1, else beam search), a pure function of (params, batch)."""
+    for beam_size 1, else beam search), a pure function of (params, batch).
+
+    cached: decode with the decoder's key/value cache (`Seq2Seq.decode_step`; the cache is
+    created by one step at position 0, which also projects the memory into it), O(T) decoder
+    positions per sequence; False reruns the decoder over the whole token buffer at every step
+    (`decoding.full_buffer_step`), O(T^2), the reference that tests and benchmarks compare with.
+    """
     variables = {"params": params}
     encoded = model.apply(variables, batch, method=Seq2Seq.encode)
     memory, memory_mask = encoded["memory"], encoded["memory_mask"]
     batch_size = memory.shape[0]
     if beam_size > 1:  # beam_size rows per example, example-major
         memory, memory_mask = (jnp.repeat(x, beam_size, axis=0) for x in (memory, memory_mask))
-    logits_fn = lambda tokens, position: model.apply(variables, tokens, position, memory,
-                                                     memory_mask, method=Seq2Seq.next_logits)
+    rows = memory.shape[0]
+    if cached:
+        def step_fn(tokens, position, cache):  # reads the tokens at `position` only
+            logits, updated = model.apply({**variables, "cache": cache}, tokens[:, position],
+                                          position, memory, memory_mask, max_length,
+                                          method=Seq2Seq.decode_step, mutable=["cache"])
+            return logits, updated["cache"]
+
+        cache = step_fn(jnp.full((rows, 1), BOS, jnp.int32), jnp.int32(0), {})[1]
+    else:
+        step_fn, cache = decoding.full_buffer_step(lambda tokens, position: model.apply(
+            variables, tokens, position, memory, memory_mask, method=Seq2Seq.next_logits)), ()
     if beam_size == 1:
-        return decoding.greedy_decode(logits_fn, batch_size, max_length)
-    return decoding.beam_search(logits_fn, batch_size, beam_size, max_length, length_penalty)[0]
+        return decoding.greedy_decode(step_fn, cache, batch_size, max_length)
+    return decoding.beam_search(step_fn, cache, batch_size, beam_size, max_length,
+                                length_penalty)[0]
 
 
 class GreedySamples:
