@@ -16,9 +16,12 @@ trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in traini
   - train step: forward (dropout on) + backward of the encoder with a loss on the sentence
     vectors, gradients w.r.t. every parameter; encode: the sentence vectors, train=False (for
     each model's preset only: the other variants are compared by their train steps);
-  - compile s: lowering + XLA compilation; temp / peak MiB: XLA's compiled memory analysis (peak
-    = temp + arguments + outputs); FLOPs: XLA's compiled cost analysis (a loop body counts once:
-    such counts are lower bounds, or borrowed from a loop-free implementation of the same math);
+  - compile s: lowering + XLA compilation, cold (an empty persistent compilation cache) and
+    cached (the same program again through a new jitted function: traced and lowered, XLA's
+    executable read from the cache, as in a rerun or a resume); temp / peak MiB: XLA's compiled
+    memory analysis (peak = temp + arguments + outputs); FLOPs: XLA's compiled cost analysis (a
+    loop body counts once: such counts are lower bounds, or borrowed from a loop-free
+    implementation of the same math);
   - sentences/s and tokens/s: median over repeats after a warm-up call, every variant taking turns
     in each repeat (load drift on a shared machine hits all alike), each timed call right after
     an untimed one of the same step (`bench.common.time_in_turns`: a step timed right after a
@@ -49,6 +52,7 @@ import math
 import os
 import platform
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -82,6 +86,7 @@ from jaxenc.layers.masks import DirectionalMask
 from jaxenc.layers.multidim_attention import IMPLEMENTATIONS, resolve_impl
 from jaxenc.models import phrase_transformer, psan
 from jaxenc.models.registry import ENCODERS, build_encoder, encoder_config, structure_spec
+from jaxenc.training.compilation import persistent_cache
 
 SCHEMA = 1
 STEPS = ("train", "encode")
@@ -348,12 +353,19 @@ class Measurer:
                 arguments = {"train": lambda params, batch: (params, batch, dropout_key),
                              "encode": lambda params, batch: (params, batch)}
                 for kind in kinds:
-                    compiled, seconds = compile_timed(functions[kind],
-                                                      *arguments[kind](abstract, batches[0]))
+                    with tempfile.TemporaryDirectory() as folder, persistent_cache(folder):
+                        compiled, seconds = compile_timed(functions[kind],
+                                                          *arguments[kind](abstract, batches[0]))
+                        # the same program through a new jitted function: traced and lowered
+                        # again, XLA's executable read from the persistent compilation cache
+                        _, cached = compile_timed(
+                            train_function(encoder) if kind == "train" else
+                            encode_function(encoder), *arguments[kind](abstract, batches[0]))
                     temp, peak = memory_mib(compiled)
                     flops, exact = flop_count(compiled)
-                    row[kind] = dict(compile_s=seconds, temp_mib=temp, peak_mib=peak, flops=flops,
-                                     flops_exact=exact, flops_from=variant.label)
+                    row[kind] = dict(compile_s=seconds, cached_compile_s=cached, temp_mib=temp,
+                                     peak_mib=peak, flops=flops, flops_exact=exact,
+                                     flops_from=variant.label)
                     self.compile_history.setdefault((variant.label, kind), []).append(
                         (length, seconds))
                 reason = self.run_guard(variant.label, row, kinds, length)

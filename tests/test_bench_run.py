@@ -40,8 +40,8 @@ def test_bench_run_writes_results_report_and_plots(tmp_path):
             assert row["status"] == "ok", row
             for kind in ("train", "encode"):
                 step = row[kind]
-                for key in ("compile_s", "wall_s", "sentences_per_s", "tokens_per_s",
-                            "peak_mib", "flops", "flops_per_s", "of_peak"):
+                for key in ("compile_s", "cached_compile_s", "wall_s", "sentences_per_s",
+                            "tokens_per_s", "peak_mib", "flops", "flops_per_s", "of_peak"):
                     assert _positive(step[key]), (model, length, kind, key, step[key])
                 assert step["recompiles"] == 0
             reference = rows[results["references"][model], length]
@@ -52,6 +52,7 @@ def test_bench_run_writes_results_report_and_plots(tmp_path):
     assert {goal["verdict"] for goal in results["goals"]} <= {"met", "not met", "not measured"}
     report = (tmp_path / "report.md").read_text()
     assert "## Goals" in report and "transformer bf16" in report
+    assert "compile time with the persistent compilation cache" in report
     for plot in ("throughput.png", "memory.png"):
         assert (tmp_path / plot).stat().st_size > 1000
 

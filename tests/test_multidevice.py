@@ -79,7 +79,7 @@ def trained(name: str, num_devices: int):
     mesh = make_mesh(jax.devices()[:num_devices])
     tx = build_optimizer(optim_cfg, params)
     state = create_train_state(params, tx, seed=0, sharding=replicated(mesh))
-    train_step = make_train_step(model, task, tx, mesh).lower(
+    train_step = make_train_step(model, task, tx, mesh).jitted.lower(
         state, shard_batch(batches[0], mesh)).compile()
     losses = []
     for batch in batches:  # two steps: the second uses the optimiser state of the first

@@ -291,10 +291,10 @@ def test_second_epoch_does_not_compile(examples):
         shapes.add(batch["sentence/tokens"].shape)
         state, _ = train_step(state, shard_batch(batch, mesh))
     assert len(shapes) >= 2
-    assert train_step._cache_size() == len(shapes)  # one compilation per bucket shape
+    assert len(train_step.executables) == len(shapes)  # one compilation per bucket shape
     for batch in batcher.epoch(1):
         state, _ = train_step(state, shard_batch(batch, mesh))
-    assert train_step._cache_size() == len(shapes)  # epoch 2 compiled nothing
+    assert len(train_step.executables) == len(shapes)  # epoch 2 compiled nothing
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -592,7 +592,8 @@ def test_main_refuses_a_workdir_of_another_config_in_one_line(finished_run):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--config=train/configs/default.py", "--config.optim.nme=adam"], 'Did you mean "name"'),
+    (["--config=train/configs/default.py", "--config.optim.nme=adam"],
+     "did you mean --config.optim.name?"),
     (["--config=train/configs/base.py:lstm,trec"], "unknown model 'lstm'"),
     (["--config=train/configs/missing.py"], "No such file or directory"),
 ])

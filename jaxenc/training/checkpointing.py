@@ -55,7 +55,8 @@ RESUMABLE_KEYS = frozenset({
     "train.eval_every", "train.log_every", "train.progress_bar", "train.distributed",
     "train.nonfinite", "checkpoint.every", "checkpoint.keep", "checkpoint.best_k",
     "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
-    "train.samples", "data.expand_vocabulary"})  # what is printed; how a finished run encodes
+    "train.samples", "data.expand_vocabulary",  # what is printed; how a finished run encodes
+    "train.compilation_cache"})  # where compiled programs are kept
 RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after training
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
 _ABSENT = "<absent>"

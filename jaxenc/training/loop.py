@@ -48,7 +48,7 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
-from jaxenc.training import checkpointing, measure, report
+from jaxenc.training import checkpointing, compilation, measure, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.sharding import (
     check_batch_size,
@@ -65,13 +65,14 @@ from jaxenc.training.state import (
     with_pretrained_embeddings,
 )
 from jaxenc.training.steps import (
+    CompiledPerShape,
     EvalStep,
-    TrainStep,
     make_eval_step,
     make_test_step,
     make_train_step,
     to_host,
 )
+from jaxenc.training.validation import check_config
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,8 @@ NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
-    """Fails fast, before any data is read, on names the config gets wrong."""
+    """Fails fast, before any data is read, on names and values the config gets wrong."""
+    check_config(config)
     if config.model.name not in models.ENCODERS:
         raise ConfigError(f"unknown model {config.model.name!r} (fix: set --config.model.name to "
                           f"one of {', '.join(models.ENCODERS)})")
@@ -459,7 +461,8 @@ def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
 
 
 def fit(setup: Setup, state: TrainState, position: Position,
-        checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position, TrainStep]:
+        checkpoints: checkpointing.Checkpoints
+        ) -> tuple[TrainState, Position, CompiledPerShape]:
     """Trains from `state` / `position` to the end (or early stop); returns the final state and
     position and the jitted train step (its cache holds the shapes it compiled)."""
     config, mesh, task = setup.config, setup.mesh, setup.task
@@ -527,11 +530,28 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
                        mesh: Mesh | None = None,
                        splits: dict[str, list[Example]] | None = None) -> dict[str, Any]:
     """Trains one model on one task in `workdir` (module docstring) and returns its results row:
-    model, dataset, parameter counts, steps, best step, dev primary metric, test metrics (with a
-    generating task's, e.g. BLEU), training seconds, the number of shapes the train step compiled
-    in this process, and "notes" (lines for results.md, e.g. sacrebleu's printed score).
+    model, dataset, parameter counts, steps, what stopped the run ("patience": train.patience
+    evaluations without a dev improvement; "cap": the step budget), best step, dev primary
+    metric, test metrics (with a generating task's, e.g. BLEU), training seconds, the number of
+    shapes the train step compiled in this process, the XLA compilations of the whole run that
+    the persistent compilation cache (train.compilation_cache) did not serve ("compiles") and
+    those it did ("cache hits"), and "notes" (lines for results.md, e.g. sacrebleu's score).
     `splits` are the examples when already loaded (`run` shares them with the baselines)."""
     workdir = Path(workdir)
+    with (compilation.persistent_cache(config.train.compilation_cache),
+          compilation.CompileRecorder() as recorder):
+        row = _train_and_evaluate(config, workdir, mesh, splits)
+    stats = recorder.stats
+    log.info("%s: %d XLA compilation(s), %d of them from the persistent cache; %.1f s tracing, "
+             "lowering and compiling", config.model.name, stats.compilations, stats.cache_hits,
+             stats.trace_s + stats.lower_s + stats.compile_s)
+    row.update({"compiles": stats.compiled, "cache hits": stats.cache_hits})
+    return row
+
+
+def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh | None,
+                        splits: dict[str, list[Example]] | None) -> dict[str, Any]:
+    """`train_and_evaluate` inside its compilation cache."""
     validate(config)
     changes = checkpointing.check_compatible(workdir, config)
     splits = load_splits(config) if splits is None else splits
@@ -552,7 +572,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
                 f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
     state, position, train_step = fit(setup, state, position, checkpoints)
-    compiled = train_step._cache_size()
+    compiled = len(train_step.executables)
 
     checkpoints.wait()
     best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
@@ -571,15 +591,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     return {
         "model": config.model.name, "dataset": setup.info.name,
         "params": total, "params w/o embeddings": outside,
-        "steps": int(state.step), "best step": position.best_step,
+        "steps": int(state.step), "stopped by": "patience" if position.stopped else "cap",
+        "best step": position.best_step,
         f"dev {metric}": final["dev"][metric],
         **{f"test {name}": value for name, value in final["test"].items() if name != "loss"},
         "train s": round(position.train_seconds),
         "encode sent/s": round(measure.encode_sentences_per_second(
             setup.model, best, setup.batchers["test"], setup.mesh)),
-        # nothing trained in this process (a finished run resumed): not compiled just for this
-        "train peak MiB": round(measure.train_step_peak_mib(
-            train_step, state, setup.batchers["train"], setup.mesh), 1) if compiled else math.nan,
+        # nan when nothing trained in this process (a finished run resumed)
+        "train peak MiB": round(measure.train_step_peak_mib(train_step), 1),
         "compiled shapes": compiled,
         "workdir": str(workdir), "notes": notes,
     }

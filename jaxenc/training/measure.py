@@ -5,8 +5,9 @@ so every run reports them without a separate benchmark (bench/ has the careful m
 
 from __future__ import annotations
 
+import collections
+import math
 import time
-from collections.abc import Callable
 
 import flax.linen as nn
 import jax
@@ -14,7 +15,7 @@ from jax.sharding import Mesh
 
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.training.sharding import data_sharded, replicated, shard_batch
-from jaxenc.training.state import TrainState
+from jaxenc.training.steps import CompiledPerShape
 
 MIB = 2.0**20
 
@@ -26,40 +27,38 @@ def roles(batch: dict) -> list[str]:
                    if key.endswith("/tokens") and not key.startswith("target/")})
 
 
-def train_step_peak_mib(train_step: Callable, state: TrainState, batcher: Batcher,
-                        mesh: Mesh) -> float:
+def train_step_peak_mib(train_step: CompiledPerShape) -> float:
     """The largest compiled footprint (arguments + outputs + temporaries - aliased buffers, XLA's
-    memory analysis, per device) of `train_step` over the bucket shapes of one training epoch.
-    Those shapes were compiled by training, so this looks them up rather than compiling again."""
-    shapes = {}
-    for batch in batcher.epoch(0):
-        shapes.setdefault(tuple(sorted((k, v.shape) for k, v in batch.items())), batch)
-    peak = 0.0
-    for batch in shapes.values():
-        stats = train_step.lower(state, shard_batch(batch, mesh)).compile().memory_analysis()
-        if stats is None:  # a backend without memory analysis
-            return float("nan")
-        peak = max(peak, stats.argument_size_in_bytes + stats.output_size_in_bytes
-                   + stats.temp_size_in_bytes - stats.alias_size_in_bytes)
-    return peak / MIB
+    memory analysis, per device) of the shapes `train_step` compiled (nan: none, or a backend
+    without memory analysis); read from the kept executables, nothing is compiled again."""
+    analyses = [executable.memory_analysis() for executable in train_step.executables.values()]
+    if not analyses or None in analyses:
+        return math.nan
+    return max(stats.argument_size_in_bytes + stats.output_size_in_bytes
+               + stats.temp_size_in_bytes - stats.alias_size_in_bytes
+               for stats in analyses) / MIB
 
 
 def encode_sentences_per_second(model: nn.Module, params: dict, batcher: Batcher,
                                 mesh: Mesh) -> float:
     """Sentences per second through the task model's encoder (inference, `sentence` output) over
-    every batch of `batcher`: one pass to compile the bucket shapes, a second one timed."""
+    the batches of `batcher` that have its most common shape: one compilation (not one per
+    bucket, which would cost a short run more than its training), one untimed pass, one timed."""
 
     def encode(params: dict, batch: dict) -> list[jax.Array]:
         return [model.apply({"params": params}, sentence_fields(batch, role),
                             method=lambda module, fields: module.encoder(fields, train=False)
                             )["sentence"] for role in roles(batch)]
 
-    encode = jax.jit(encode, in_shardings=(replicated(mesh), data_sharded(mesh)))
-    batches = [shard_batch(batch, mesh) for batch in batcher.epoch(0)]
-    if not batches:
+    by_shape = collections.defaultdict(list)
+    for batch in batcher.epoch(0):
+        by_shape[tuple(sorted((key, value.shape) for key, value in batch.items()))].append(batch)
+    if not by_shape:
         return float("nan")
-    sentences = sum(float((batch["weight"] > 0).sum()) * len(roles(batch))
-                    for batch in batcher.epoch(0))
+    batches = max(by_shape.values(), key=len)
+    sentences = sum(float((batch["weight"] > 0).sum()) * len(roles(batch)) for batch in batches)
+    encode = jax.jit(encode, in_shardings=(replicated(mesh), data_sharded(mesh)))
+    batches = [shard_batch(batch, mesh) for batch in batches]
     jax.block_until_ready([encode(params, batch) for batch in batches])
     start = time.perf_counter()
     jax.block_until_ready([encode(params, batch) for batch in batches])

@@ -2,7 +2,8 @@
 
 Params and optimiser state are replicated, every batch array is split over the mesh's "data"
 axis along its batch dimension; XLA inserts the gradient all-reduce. The state argument of the
-train step is donated (updated in place). Both steps compile once per bucket shape.
+train step is donated (updated in place). Both steps compile once per bucket shape; the train
+step ahead of time (`CompiledPerShape`), so its executables, and their memory analysis, are kept.
 """
 
 from __future__ import annotations
@@ -26,8 +27,26 @@ TrainStep = Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]
 EvalStep = Callable[[dict, Batch], dict[str, jax.Array]]
 
 
+class CompiledPerShape:
+    """A jitted (state, batch) step compiled ahead of time once per batch shape, the executables
+    kept: calls of a shape seen before run its executable, and `executables` gives XLA's memory
+    analysis of each without compiling it again (a `.lower().compile()` of the jitted function
+    would). The state's shapes never change within a run, so the batch's alone key the cache."""
+
+    def __init__(self, jitted: Callable) -> None:
+        self.jitted = jitted
+        self.executables: dict[tuple, jax.stages.Compiled] = {}
+
+    def __call__(self, state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
+        key = tuple(sorted((name, value.shape, value.dtype) for name, value in batch.items()))
+        executable = self.executables.get(key)
+        if executable is None:
+            executable = self.executables[key] = self.jitted.lower(state, batch).compile()
+        return executable(state, batch)
+
+
 def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformation,
-                    mesh: Mesh, skip_nonfinite: bool = False) -> TrainStep:
+                    mesh: Mesh, skip_nonfinite: bool = False) -> CompiledPerShape:
     """(state, batch) -> (next state, {"loss", "grad_norm"}); dropout key fold_in(rng, step).
 
     With `skip_nonfinite`, a step whose loss or gradient norm is nan or inf keeps the params and
@@ -52,8 +71,9 @@ def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformati
         next_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
         return next_state, {"loss": loss, "grad_norm": grad_norm}
 
-    return jax.jit(train_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
-                   out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0)
+    return CompiledPerShape(jax.jit(
+        train_step, in_shardings=(replicated(mesh), data_sharded(mesh)),
+        out_shardings=(replicated(mesh), replicated(mesh)), donate_argnums=0))
 
 
 def make_eval_step(model: nn.Module, task: Task, mesh: Mesh) -> EvalStep:
