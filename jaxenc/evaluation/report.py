@@ -114,9 +114,11 @@ def render_markdown(results: Mapping, papers: Mapping[str, Mapping] = PAPER_RESU
     details = [_details(task, entry) for task, entry in results["tasks"].items()]
     return "\n\n".join([
         f"## Transfer results: `{results['encoder']}` (seed {results['seed']})",
-        _table(["task", OURS] + models, rows),
+        _table(["task", OURS] + [f"{model} (paper)" for model in models], rows),
         "Accuracy in %; MRPC accuracy/F1; SICK-R and STS-B test Pearson; STS12-16 Pearson/Spearman "
-        "of the cosine, size-weighted over subsets. Paper columns: eval/paper_results.py.",
+        "of the cosine, size-weighted over subsets. (paper): the number printed in that "
+        "model's paper (DiSAN's: PSAN's Table 3), not measured here; "
+        "jaxenc/evaluation/paper_results.py.",
         _table(["task", OURS, "selection / details", "test size", "seconds"], details),
     ]) + "\n"
 

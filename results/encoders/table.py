@@ -1,115 +1,167 @@
-"""The README's table of every encoder from the finished runs of results/encoders/run.sh: per
-model, TREC accuracy, SICK-R Pearson / MSE, SICK-E and SST-5 accuracy on test at the best-dev
-checkpoint, mean ± std over the seeds present (`jaxenc.training.compare`), and the seeds;
-with --seeds, every seed's value before the mean ("a / b / c = m ± s").
+"""Every table of the encoder results, rebuilt from the run files committed under
+results/encoders/runs/<run>/ (results.md, config.json, dev / test metric records; written by
+`python results/encoders/runs.py collect`) and nothing else.
 
-Usage: python results/encoders/table.py [--tasks trec,sick_r,sick_e,sst5] [--models KEY,...]
-                                        [--seeds] [RUNS]   (default /work/runs)
-       python results/encoders/table.py --runs [RUNS]   (every run's results.md row, per task)
-e.g. the Dependency-Transformer's table: --tasks sick_e,sst2,mrpc
---models dt,dt_plain,transformer,tree_lstm --seeds
+Tables, each between the markers `<!-- table.py: NAME -->` and `<!-- /table.py -->` of the files
+in `DOCUMENTS`:
+  sweep     the recipe sweep (seed 0): each variant's dev score, the step of its best dev score,
+            where it stopped and why; the chosen variant of each family and task (best dev) in bold
+  encoders  test mean ± std over seeds of each model's `<model>_<task>_s<seed>` runs (3 seeds;
+            5 for the Dependency-Transformer, its ablation and the Tree-LSTM) at its recipe
+  transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
+            from results/transfer/bag_glove-6b-50d/results.json (`eval.transfer`)
+
+  python results/encoders/table.py [sweep|encoders]   # print
+  python results/encoders/table.py --write            # rewrite the tables in DOCUMENTS
+  python results/encoders/table.py --check            # exit 1 when a document's table differs
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from jaxenc.training import compare
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
 
-MODELS = {"tree_lstm": "Tree-LSTM (spaCy dependency trees)",
-          "dt": "Dependency-Transformer (spaCy trees)",
-          "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)",
-          "transformer": "Transformer",
-          "psan": "PSAN (spaCy-derived phrases; SST: gold trees)",
-          "psan_norm": "PSAN `memory_norm=layer` (spaCy-derived phrases)",
-          "psan_level1": "PSAN (1) PSA on the first level only",
-          "psan_level2": "PSAN (2) PSA on the second level only",
-          "psan_level3": "PSAN (3) PSA on the third level only",
-          "psan_no_psa": "PSAN (4) w/o PSA (sentence-level attention + gated memory)",
-          "psan_equal": "PSAN (5) w/o syntactic division (equal blocks)",
-          "psan_concat": "PSAN (6) w/o gated memory (concat + feed-forward)",
-          "psan_no_both": "PSAN (7) w/o both",
-          "phrase_transformer": "PhraseTransformer (2-grams)"}
-README_MODELS = ("tree_lstm", "dt", "dt_plain", "transformer", "psan", "psan_norm",
-                 "phrase_transformer")
-TASKS = ("trec", "sick_r", "sick_e", "sst5")  # the README's table
+from jaxenc.evaluation.report import render_markdown  # noqa: E402
+from jaxenc.training import compare  # noqa: E402
+from results.encoders import runs  # noqa: E402
+
+RUNS = HERE / "runs"
+TRANSFER = REPO / "results" / "transfer" / "bag_glove-6b-50d" / "results.json"
+DOCUMENTS = (REPO / "README.md", HERE / "README.md")
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
               "mrpc": "MRPC", "sst5": "SST-5"}
-CELLS = {  # task -> (metric, its column name, scale, format) of each column
-    "trec": (("accuracy", "acc", 100, "{:.2f}"),),
-    "sick_r": (("pearson", "Pearson", 1, "{:.3f}"), ("mse", "MSE", 1, "{:.3f}")),
-    "sick_e": (("accuracy", "acc", 100, "{:.2f}"),),
-    "sst2": (("accuracy", "acc", 100, "{:.2f}"),),
-    "mrpc": (("accuracy", "acc", 100, "{:.2f}"), ("f1", "F1", 100, "{:.2f}")),
-    "sst5": (("accuracy", "acc", 100, "{:.2f}"),),
-}
+# task -> (primary metric, its name, scale, format)
+ACCURACY = ("accuracy", "acc", 100, "{:.2f}")
+PRIMARY = {"trec": ACCURACY, "sick_r": ("pearson", "Pearson", 1, "{:.3f}"), "sick_e": ACCURACY,
+           "sst2": ACCURACY, "mrpc": ACCURACY, "sst5": ACCURACY}
+MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": "PSAN",
+               "tree_lstm": "Tree-LSTM (spaCy dependency trees)",
+               "transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
+               "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)"}
+MARKER = re.compile(r"<!-- table\.py: (\w+) -->\n(.*?)<!-- /table\.py -->", re.DOTALL)
 
 
-def cell(runs: list[dict], split: str, metric: str, scale: float, form: str,
-         per_seed: bool = False) -> str:
-    """'m ± s' over the runs (sample std), the value alone for one run, '—' for none; with
-    `per_seed`, 'a / b / c = m ± s'."""
-    values = [run[split][metric] * scale for run in runs]
+def _run(path: Path) -> dict:
+    """compare.read_run plus the results.md row's 'steps' and 'stopped by'."""
+    run = compare.read_run(path)
+    header, row = ([cell.strip() for cell in line.strip().strip("|").split("|")]
+                   for line in (path / "results.md").read_text().splitlines()
+                   if line.startswith("| "))
+    values = dict(zip(header, row, strict=True))
+    run["steps"], run["stopped by"] = values["steps"], values.get("stopped by", "cap")
+    return run
+
+
+def _format(task: str, value: float) -> str:
+    _, _, scale, form = PRIMARY[task]
+    return form.format(value * scale)
+
+
+def sweep_choices() -> dict[str, dict[str, str]]:
+    """family -> task -> the variant with the best seed-0 dev score among the sweep's runs."""
+    choices: dict[str, dict[str, str]] = {}
+    for family, variants in runs.SWEEP.items():
+        for task in runs.SWEEP_TASKS:
+            scores = {}
+            for variant in variants:
+                path = RUNS / f"sweep_{family}_{task}_{variant}"
+                if (path / "results.md").is_file():
+                    scores[variant] = _run(path)["dev"][PRIMARY[task][0]]
+            if scores:
+                choices.setdefault(family, {})[task] = max(scores, key=scores.get)
+    return choices
+
+
+def sweep_table() -> str:
+    choices = sweep_choices()
+    lines = ["| family | task | recipe | dev | best step | steps | stopped by |",
+             "|---|---|---|---|---|---|---|"]
+    for family, variants in runs.SWEEP.items():
+        for task in runs.SWEEP_TASKS:
+            for variant in variants:
+                path = RUNS / f"sweep_{family}_{task}_{variant}"
+                if not (path / "results.md").is_file():
+                    continue
+                run = _run(path)
+                chosen = choices[family][task] == variant
+                name = f"**{variant}**" if chosen else variant
+                dev = _format(task, run["dev"][PRIMARY[task][0]])
+                lines.append(f"| {family} | {TASK_NAMES[task]} | {name} | "
+                             f"{f'**{dev}**' if chosen else dev} | {run['step']} | "
+                             f"{run['steps']} | {run['stopped by']} |")
+    return "\n".join(lines)
+
+
+def _cell(values: list[float], task: str) -> str:
     if not values:
         return "—"
     if len(values) == 1:
-        return form.format(values[0])
-    summary = f"{form.format(statistics.mean(values))} ± {form.format(statistics.stdev(values))}"
-    return " / ".join(form.format(v) for v in values) + " = " + summary if per_seed else summary
+        return _format(task, values[0])
+    return (f"{_format(task, statistics.mean(values))} ± "
+            f"{_format(task, statistics.stdev(values))}")
 
 
-def main(root: str = "/work/runs", tasks: tuple[str, ...] = TASKS,
-         models: tuple[str, ...] = README_MODELS, per_seed: bool = False) -> str:
-    columns = [(task, *column) for task in tasks for column in CELLS[task]]
-    names = " / ".join(TASK_NAMES[task] for task in tasks)
-    lines = ["| model | " + " | ".join(f"{TASK_NAMES[task]} {title}" for task, _, title, _, _
-                                       in columns) + f" | seeds ({names}) |",
-             "|---" * (len(columns) + 2) + "|"]
-    for key in models:
-        runs = {task: [compare.read_run(path.parent) for path in
-                       sorted(Path(root).glob(f"{key}_{task}_s*/results.md"))]
-                for task in tasks}
-        if not any(runs.values()):
+def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")) -> str:
+    lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
+             + " | seeds |", "|---" * (len(tasks) + 2) + "|"]
+    for model in runs.MODELS:
+        found = {task: [_run(path.parent) for path in
+                        sorted(RUNS.glob(f"{model}_{task}_s*/results.md"))] for task in tasks}
+        if not any(found.values()):
             continue
-        cells = [cell(runs[task], "test", metric, scale, form, per_seed)
-                 for task, metric, _, scale, form in columns]
-        seeds = " / ".join(",".join(str(run["seed"]) for run in runs[task]) or "—"
-                           for task in tasks)
-        lines.append(f"| {MODELS[key]} | {' | '.join(cells)} | {seeds} |")
-    table = "\n".join(lines)
-    print(table)
-    return table
+        cells = [_cell([run["test"][PRIMARY[task][0]] for run in found[task]], task)
+                 for task in tasks]
+        seeds = " / ".join(str(len(found[task])) for task in tasks)
+        lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} | {seeds} |")
+    return "\n".join(lines)
 
 
-def run_rows(root: str = "/work/runs") -> str:
-    """Per task, the results.md table row of every finished run, its folder name first."""
-    out = []
-    for task in CELLS:
-        paths = sorted(Path(root).glob(f"*_{task}_s*/results.md"))
-        rows = [[line for line in path.read_text().splitlines() if line.startswith("|")]
-                for path in paths]
-        if not rows:
-            continue
-        out += [f"### {task}", "", "| run " + rows[0][0], "|---" + rows[0][1]]
-        out += [f"| {path.parent.name} " + table[2] for path, table in zip(paths, rows,
-                                                                             strict=True)]
-        out.append("")
-    text = "\n".join(out)
-    print(text)
-    return text
+def transfer_table() -> str:
+    """The results table of `eval.transfer`'s report (ours beside the papers' numbers)."""
+    return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
+
+
+TABLES: dict[str, Callable[[], str]] = {"sweep": sweep_table, "encoders": encoders_table,
+                                        "transfer": transfer_table}
+
+
+def rewritten(text: str) -> str:
+    """`text` with every marked table replaced by its rebuilt form."""
+    return MARKER.sub(lambda match: f"<!-- table.py: {match[1]} -->\n{TABLES[match[1]]()}\n"
+                                    "<!-- /table.py -->", text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tables", nargs="*", default=list(TABLES), help=", ".join(TABLES))
+    parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a table differs")
+    args = parser.parse_args()
+    if not (args.write or args.check):
+        for name in args.tables:
+            print(f"{name}:\n{TABLES[name]()}\n")
+        return 0
+    stale = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        new = rewritten(text)
+        if new != text:
+            stale.append(document.relative_to(REPO))
+            if args.write:
+                document.write_text(new, encoding="utf-8")
+    if stale:
+        print(f"{'rewrote' if args.write else 'out of date'}: {', '.join(map(str, stale))}")
+    return 1 if stale and args.check else 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--runs"]:
-        run_rows(*sys.argv[2:])
-    else:
-        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-        parser.add_argument("root", nargs="?", default="/work/runs", help="the runs folder")
-        parser.add_argument("--tasks", default=",".join(TASKS), help=", ".join(CELLS))
-        parser.add_argument("--models", default=",".join(README_MODELS), help=", ".join(MODELS))
-        parser.add_argument("--seeds", action="store_true", help="every seed's value too")
-        args = parser.parse_args()
-        main(args.root, tuple(args.tasks.split(",")), tuple(args.models.split(",")), args.seeds)
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The runs behind every encoder table: the recipe sweep on dev, the seeded table runs, and the
+files of each finished run committed under results/encoders/runs/<run>/.
+
+Every run is `python -m train.main --config=train/configs/base.py:MODEL,DATASET` with the full
+GloVe 6B 50-d vocabulary (`data.embeddings=glove-6b-50d`, fine-tuned), Adam with global-norm
+clipping 5 and no L2, batch 64, a dev evaluation every epoch (SST-5: every 1,000 steps) and
+early stopping after `PATIENCE` evaluations without a dev improvement, under a generous cap
+(`TASKS`); the best dev checkpoint is evaluated on test. Family recipes differ only where the
+sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py --sweep`).
+
+  python results/encoders/runs.py sweep [--parallel 2] [--families disan,psan] [--tasks trec]
+  python results/encoders/runs.py table [--parallel 2] [--models dt,tree_lstm] [--seeds 0,1,2]
+  python results/encoders/runs.py collect      # finished runs' files -> results/encoders/runs/
+  python results/encoders/runs.py list sweep   # the commands, one a line
+
+Workdirs (checkpoints included) go to $RUNS (default /work/runs), outside the repository. A run
+whose results.md exists is skipped, an unfinished one resumes, and one that another queue holds
+(its lock file) is left to it, so queues can be started at any time, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+COMMITTED = HERE / "runs"
+PATIENCE = 5
+
+COMMON = {
+    "data.embeddings": "glove-6b-50d", "model.embed_dim": 50, "data.batch_size": 64,
+    "optim.name": "adam", "optim.learning_rate": 1e-3, "optim.weight_decay": 0.0,
+    "optim.clip_norm": 5.0, "train.patience": PATIENCE, "train.log_every": 20,
+    "train.progress_bar": False, "checkpoint.keep": 1,
+}
+# task key -> (dataset, overrides): the cap is far beyond where patience stops the runs.
+TASKS = {
+    "trec": ("trec", {"train.epochs": 60}),
+    "sick_r": ("sick_r", {"train.epochs": 60}),
+    "sick_e": ("sick_e", {"train.epochs": 60}),
+    "sst2": ("sst2", {"train.epochs": 60}),
+    "mrpc": ("mrpc", {"train.epochs": 60}),
+    "sst5": ("sst5_phrases", {"data.phrase_repeats": 3, "task.head.activation": "relu",
+                              "train.num_steps": 60_000, "train.eval_every": 1000}),
+}
+# model key -> (encoder, its family, overrides that make it this model)
+MODELS = {
+    "bag": ("bag", "bag", {}),
+    "disan": ("disan", "disan", {}),
+    "psan": ("psan", "psan", {"model.freeze_embeddings": False}),
+    "tree_lstm": ("tree_lstm", "tree_lstm", {}),
+    "transformer": ("transformer", "transformer", {}),
+    "dt": ("dependency_transformer", "transformer", {}),
+    "dt_plain": ("dependency_transformer", "transformer", {"model.variant": "transformer"}),
+}
+# family -> variant name -> overrides. Each variant runs with seed 0 on the sweep tasks; the
+# recipe with the best dev score of a task becomes that family's recipe for the task (RECIPES).
+SWEEP = {
+    "bag": {"lr1e-3": {}, "lr3e-3": {"optim.learning_rate": 3e-3}},
+    "disan": {"lr1e-3": {"model.keep_prob": 1.0},
+              "lr1e-3_keep0.75": {"model.keep_prob": 0.75},
+              "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4}},
+    "psan": {"lr1e-3": {"model.keep_prob": 1.0},
+             "lr1e-3_keep0.75": {"model.keep_prob": 0.75},
+             "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4}},
+    "tree_lstm": {"lr1e-3": {}, "lr3e-3": {"optim.learning_rate": 3e-3}},
+    "transformer": {
+        "post_lr3e-4_scaled": {"optim.learning_rate": 3e-4, "model.scale_embeddings": True,
+                               "model.dropout_rate": 0.0},
+        "post_lr1e-3_warmup": {"optim.warmup_steps": 500, "model.scale_embeddings": True,
+                               "model.dropout_rate": 0.0},
+        "post_lr3e-4_scaled_drop0.1": {"optim.learning_rate": 3e-4,
+                                       "model.scale_embeddings": True},
+        "post_lr3e-4_unscaled": {"optim.learning_rate": 3e-4, "model.dropout_rate": 0.0},
+    },
+}
+SWEEP_TASKS = ("trec", "sick_r")
+SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tree_lstm",
+               "transformer": "transformer"}  # the model each family's sweep trains
+# family -> task -> the sweep variant with the best dev score (tests/test_results_tables.py
+# checks these against the committed sweep runs)
+RECIPES: dict[str, dict[str, str]] = {
+    "bag": {"trec": "lr3e-3"},
+    "tree_lstm": {"trec": "lr3e-3"},
+}
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("RUNS", "/work/runs"))
+
+
+def command(model: str, task: str, seed: int, overrides: dict) -> list[str]:
+    """The train.main command of one run (its --workdir appended by the caller)."""
+    encoder, _, model_overrides = MODELS[model]
+    dataset, task_overrides = TASKS[task]
+    flags = {**COMMON, **task_overrides, **model_overrides, **overrides, "train.seed": seed}
+    return [sys.executable, "-m", "train.main",
+            f"--config=train/configs/base.py:{encoder},{dataset}",
+            *(f"--config.{key}={value}" for key, value in flags.items())]
+
+
+def sweep_plan(families: list[str], tasks: list[str]) -> dict[str, list[str]]:
+    return {f"sweep_{family}_{task}_{variant}": command(SWEEP_MODEL[family], task, 0, overrides)
+            for task in tasks for family in families
+            for variant, overrides in SWEEP[family].items()}
+
+
+def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[str, list[str]]:
+    plan = {}
+    for seed in seeds:
+        for task in tasks:
+            for model in models:
+                family = MODELS[model][1]
+                variant = RECIPES.get(family, {}).get(task)
+                if variant is None:
+                    print(f"{model} on {task}: no recipe chosen yet (run the sweep)",
+                          file=sys.stderr)
+                    continue
+                plan[f"{model}_{task}_s{seed}"] = command(model, task, seed,
+                                                          SWEEP[family][variant])
+    return plan
+
+
+def run_one(name: str, argv: list[str]) -> str:
+    workdir = runs_root() / name
+    if (workdir / "results.md").is_file():
+        return f"done already: {name}"
+    with open(runs_root() / f"{name}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return f"held by another queue: {name}"
+        with open(runs_root() / f"{name}.log", "a") as log:
+            status = subprocess.run([*argv, f"--workdir={workdir}"], cwd=REPO, stdout=log,
+                                    stderr=subprocess.STDOUT, check=False).returncode
+    return f"{'finished' if status == 0 else f'FAILED ({status})'}: {name}"
+
+
+def queue(plan: dict[str, list[str]], parallel: int) -> None:
+    runs_root().mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(parallel) as pool:
+        for line in pool.map(lambda item: run_one(*item), plan.items()):
+            print(line, flush=True)
+
+
+def collect() -> None:
+    """Each finished run's results.md, config.json and dev / test metric records (no train
+    records, no checkpoints) into results/encoders/runs/<run>/."""
+    for results in sorted(runs_root().glob("*/results.md")):
+        source, target = results.parent, COMMITTED / results.parent.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(results, target / "results.md")
+        shutil.copyfile(source / "config.json", target / "config.json")
+        records = [line for line in (source / "metrics.jsonl").read_text().splitlines()
+                   if json.loads(line)["split"] in ("dev", "test")]
+        (target / "metrics.jsonl").write_text("".join(f"{line}\n" for line in records))
+        print(f"collected {target.relative_to(REPO)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stage", choices=("sweep", "table", "collect", "list"))
+    parser.add_argument("what", nargs="?", default="sweep", help="list: sweep or table")
+    parser.add_argument("--families", default=",".join(SWEEP), help="sweep: families")
+    parser.add_argument("--models", default=",".join(MODELS), help="table: model keys")
+    parser.add_argument("--tasks", default="", help="default: the sweep's or the table's")
+    parser.add_argument("--seeds", default="0,1,2", help="table: seeds")
+    parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    args = parser.parse_args()
+    if args.stage == "collect":
+        collect()
+        return
+    stage = args.what if args.stage == "list" else args.stage
+    if stage == "sweep":
+        plan = sweep_plan(args.families.split(","),
+                          args.tasks.split(",") if args.tasks else list(SWEEP_TASKS))
+    else:
+        plan = table_plan(args.models.split(","),
+                          args.tasks.split(",") if args.tasks else ["trec", "sick_r", "sick_e",
+                                                                    "sst5"],
+                          [int(seed) for seed in args.seeds.split(",")])
+    if args.stage == "list":
+        print("\n".join(f"{name}: {' '.join(argv[1:])}" for name, argv in plan.items()))
+    else:
+        queue(plan, args.parallel)
+
+
+if __name__ == "__main__":
+    main()
