@@ -546,3 +546,28 @@ def test_paper_and_small_configs():
 
 def importlib_config(name: str) -> ml_collections.ConfigDict:
     return importlib.import_module(f"train.configs.{name}").get_config()
+
+
+def test_paper_size_has_the_parameters_of_the_authors_conf():
+    """d_word 300, d_model 2048, 8 heads, d_inner 4096, one layer each side, vocabulary 21,583
+    (the authors' conf.json): ~94.1M parameters outside the fixed word table, most of them the
+    2048 x 21,583 output layer; the paper's text says ~39M. Counted by hand from the equations
+    (module docstring) against the built model's shapes (no memory allocated)."""
+    vocab, d_word, d_model, d_inner = 21_583, 300, 2048, 4096
+    encoder = build_encoder(base.model_config("meanmax_aae"), vocab)
+    model = build_task("unlabelled", task_cfg(), target_vocab_size=vocab).build_model(encoder)
+    batch = seq2seq_batch([[7, 8, 9]], 4)
+    shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), batch, train=False))
+    counts = {jax.tree_util.keystr(path): leaf.size for path, leaf
+              in jax.tree_util.tree_leaves_with_path(shapes["params"])}
+    table = sum(size for path, size in counts.items() if "embed" in path)
+    dense = lambda fan_in, fan_out: fan_in * fan_out + fan_out
+    norm = 2 * d_model
+    ffn = dense(d_model, d_inner) + dense(d_inner, d_model)
+    encoder_layer = 3 * dense(d_word, d_model) + norm + ffn + norm          # eq. 8-11
+    decoder_layer = (3 * dense(d_word, d_model) + norm                      # eq. 15-16
+                     + 3 * dense(d_model, d_model) + norm                   # eq. 17-18
+                     + ffn + norm                                           # eq. 19-20
+                     + dense(d_model, vocab))                               # eq. 21
+    assert table == vocab * d_word
+    assert sum(counts.values()) - table == encoder_layer + decoder_layer == 94_098_511

@@ -1,17 +1,19 @@
-"""Gated relation scores of the Dependency-Transformer (Ma et al. 2022, eq. 3-4), reduced.
+"""Gated relation scores of the Dependency-Transformer (Ma et al. 2022, eq. 1, 3-4), reduced.
 
 For head h, query node i, key node j with relation id rel_ij and relation vector r_ij = E[rel_ij]
 (E [R, d_r], row NONE fixed at zero):
 
-    eq. 3:  g_ij = sigmoid((x_i W_ge + r_ij W_gr) · V_g)          W_ge [d, d_r], W_gr [d_r, d_r]
-    eq. 4:  S^r_ij = g_ij * (r_ij · V_r)                          V_g, V_r [d_r]
+    eq. 1:  S^r_ij = r_ij · V_r                                   (ungated)
+    eq. 3:  S^r_ij = g_ij * (r_ij · V_r)                          V_g, V_r [d_r]
+    eq. 4:  g_ij = sigmoid((x_i W_ge + r_ij W_gr) · V_g)          W_ge [d, d_r], W_gr [d_r, d_r]
 
+added to the attention scores by eq. 2 (S_ij = S^e_ij + S^r_ij).
 Because V_g and V_r are vectors, eq. 3-4 reduce to gathers from R-vectors (spec
 dependency_transformer.md): alpha_i = x_i · (W_ge V_g), beta = E (W_gr V_g), gamma = E V_r, and
 g_ij = sigmoid(alpha_i + beta[rel_ij]), S^r_ij = g_ij * gamma[rel_ij]. No [L, L, d_r] tensor
 exists in the forward or the backward pass (tests/test_dependency_transformer.py checks the
 jaxpr). NONE (id 0) and padding (-1) contribute exactly zero. Without the gate (`gated=False`,
-Table 3's DT_lr) S^r_ij = gamma[rel_ij].
+Table 3's DT_lr) S^r_ij = gamma[rel_ij], eq. 1.
 """
 
 from __future__ import annotations

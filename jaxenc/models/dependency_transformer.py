@@ -3,9 +3,10 @@
 Input: [root] + words (the featurizer prepends ROOT; node 0 is [root], word i is node i+1), with
 `relations` int32[L, L] and `levels` int32[L] from the sentence's dependency tree
 (jaxenc/structures/relations.py).
-    eq. 1:   h^0_k = e_k + p_k + l_k          word, position (sinusoidal) and level embeddings
-    eq. 2-4: S_ij = q_i · k_j / sqrt(d_k) + g_ij (r_ij · V_r),
-             g_ij = sigmoid((h_i W_ge + r_ij W_gr) · V_g)     per head, per layer
+    input (Section 2.1, unnumbered): h^0_k = e_k + p_k + l_k     word, position (sinusoidal)
+             and level embeddings
+    eq. 2-4: S_ij = q_i · k_j / sqrt(d_k) + S^r_ij,  S^r_ij = g_ij (r_ij · V_r)  (eq. 3),
+             g_ij = sigmoid((h_i W_ge + r_ij W_gr) · V_g)  (eq. 4)     per head, per layer
              computed by gathers from per-relation vectors (jaxenc/layers/relation_bias.py: no
              [L, L, d_r] tensor), NONE relations contribute exactly zero, padding keys masked;
     then the Transformer layer (residual + LayerNorm around attention and the FFN), `num_layers`
@@ -113,7 +114,7 @@ class DependencyTransformer(nn.Module):
                         positions=cfg.positions, max_positions=cfg.max_positions,
                         trainable_embeddings=not cfg.freeze_embeddings,
                         embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
-        if cfg.uses_levels:  # eq. 1: + l_k
+        if cfg.uses_levels:  # h^0_k = e_k + p_k + l_k
             levels = nn.Embed(cfg.max_level + 1, cfg.model_dim, dtype=cfg.compute_dtype,
                               name="levels")
             x = x + levels(jnp.clip(sentence["levels"], 0, cfg.max_level))

@@ -21,6 +21,12 @@ Decoder (`MeanMaxDecoder`, the model's own seq2seq decoder), one layer, over y =
     eq. 21    P(w_t | w_<t, z) = softmax(W h_t + b)    over the input vocabulary
     eq. 22    the token cross-entropy incl. </s> (label smoothing 0.1 as in the code:
               task.head.decoder.label_smoothing; jaxenc.tasks.tasks.Seq2SeqTask)
+Size: with the authors' conf.json (d_word 300, d_m 2048, 8 heads, d_f 4096, one layer each side,
+a vocabulary of 21,583 words) the model has 94.1M parameters outside the fixed word table, 44.2M
+of them the 2048 x 21,583 output layer (eq. 21); the paper's text says ~39M, which the code's
+sizes do not give (pinned by tests/test_meanmax_aae.py). Positions are sinusoidal by default, as
+the paper's eq. 1-2; the authors' conf.json uses learned ones ("position": "emb",
+`positions="learned"`).
 Every attention here is `jaxenc.layers.attention.MultiHeadAttention` with
 `output_projection=False`; dropout (`dropout_rate`, 0.5) is applied to the inputs and to the
 attention weights, as in the code.
