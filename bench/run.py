@@ -85,6 +85,7 @@ from jaxenc.errors import ConfigError, JaxencError
 from jaxenc.layers.masks import DirectionalMask
 from jaxenc.layers.multidim_attention import IMPLEMENTATIONS, resolve_impl
 from jaxenc.models import phrase_transformer, psan
+from jaxenc.models.config import AUTO
 from jaxenc.models.registry import ENCODERS, build_encoder, encoder_config, structure_spec
 from jaxenc.training.compilation import persistent_cache
 
@@ -106,7 +107,7 @@ class Axis(NamedTuple):
       base: the choice the others are compared with.
       same_work: value -> the value whose loop-free FLOP count it shares (same math), or None.
       resolve: (preset config, length) -> the choice the preset computes at that length; None:
-        the preset's value itself.
+        the preset's value once its "auto" options are resolved (the built encoder's).
     """
 
     field: str
@@ -127,7 +128,8 @@ AXES: dict[str, Axis] = {
     "disan": Axis("attention_impl", tuple(i for i in IMPLEMENTATIONS if i != "auto"), "dense",
                   same_work=lambda impl: "dense", resolve=disan_impl),
     "psan": Axis("psa_impl", psan.PSA_IMPLS, "dense", same_work={"streaming": "dense"}.get),
-    "phrase_transformer": Axis("phase2", phrase_transformer.PHASE2, "dense"),
+    "phrase_transformer": Axis("phase2", tuple(p for p in phrase_transformer.PHASE2 if p != AUTO),
+                               "dense"),
     "dependency_transformer": Axis("variant", ("full", "transformer"), "transformer"),
 }
 
@@ -242,7 +244,8 @@ def plan_variants(models: Sequence[str], dtypes: Sequence[str], widths: Mapping)
                                             (("attention_impl", "blocked"),
                                              ("dropout_bits", 32))))
             preset = Variant(model, model).config(widths)
-            resolve = axis.resolve or (lambda cfg, length, field=axis.field: cfg[field])
+            resolve = axis.resolve or (
+                lambda cfg, length, field=axis.field: getattr(encoder_config(cfg), field))
             lines[model] = functools.partial(
                 lambda length, model, field, preset, resolve:
                 report.axis_label(model, field, resolve(preset, length)),

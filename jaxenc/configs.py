@@ -147,7 +147,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 
     config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
-    # After training (jaxenc.training.showcase): export the best model of the run (dev score)
+    # After training (jaxenc.showcase): export the best model of the run (dev score)
     # to workdir/export and encode `sentences` with it and every other model, in pairs (cosine).
     config.showcase = ml_collections.ConfigDict(dict(export_best=False, sentences=()))
     config.baselines = ml_collections.ConfigDict()

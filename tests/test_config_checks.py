@@ -107,6 +107,31 @@ def test_a_model_class_error_names_the_baseline_flag():
         "baselines.transformer.num_heads=7 (fix: --config.baselines.transformer.model_dim=294)")
 
 
+def test_auto_model_options_are_resolved_into_the_config_after_overrides():
+    config = phrase_transformer_pos.get_config()
+    config.model.hypernodes = "dependency"  # as --config.model.hypernodes=dependency
+    config.baselines.ngram = configs.model_config("phrase_transformer")
+    config.baselines.hadamard = configs.model_config("phrase_transformer", phrase_mask="hadamard")
+    assert {config.model.phase2, config.baselines.ngram.phase2} == {"auto"}
+    validation.check_config(config)
+    assert config.model.phase2 == "dense"
+    assert config.baselines.ngram.phase2 == "sparse"
+    assert config.baselines.hadamard.phase2 == "dense"
+    assert config.baselines.transformer == phrase_transformer_pos.get_config().baselines.transformer
+
+
+def test_an_explicit_invalid_combination_stays_a_one_line_error():
+    config = phrase_transformer_pos.get_config()
+    config.model.hypernodes = "dependency"
+    config.model.phase2 = "sparse"
+    with pytest.raises(ConfigError) as error:
+        validation.check_config(config)
+    assert str(error.value) == (
+        "--config.model.phase2='sparse' has no fixed neighbour list for dependency hypernodes "
+        "(a head word has one per dependent) (fix: --config.model.phase2=dense)")
+    assert config.model.phase2 == "sparse"
+
+
 def test_no_epochs_and_no_steps_is_refused():
     config = configs.get_config("bag,trec")
     config.train.epochs = 0

@@ -159,28 +159,81 @@ def test_gold_names_the_sentence_without_a_tree_and_suggests_spacy():
 # --- benepar and the registry --------------------------------------------------------------------
 
 
-def test_benepar_without_model_says_how_to_install(monkeypatch, tmp_path):
-    import nltk.data
+# Imports jaxenc as if benepar, torch and nltk were not installed (the default install), whether
+# or not they are.
+WITHOUT_BENEPAR = textwrap.dedent("""
+    import importlib.abc, importlib.metadata, sys
 
-    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # no model anywhere
+    BLOCKED = {"benepar", "torch", "nltk"}
+
+    class NotInstalled(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"{name} is blocked in this test", name=name)
+
+    version = importlib.metadata.version
+    def blocked_version(name):
+        if name in BLOCKED:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return version(name)
+
+    sys.meta_path.insert(0, NotInstalled())
+    importlib.metadata.version = blocked_version
+""")
+
+
+def test_benepar_without_model_says_how_to_install(monkeypatch, tmp_path):
+    nltk_data = pytest.importorskip("nltk.data", reason="benepar (jaxenc[benepar]) not installed")
+    if parsers._installed_version("benepar") is None:
+        pytest.skip("benepar (jaxenc[benepar]) not installed")
+    monkeypatch.setattr(nltk_data, "path", [str(tmp_path)])  # no model anywhere
     with pytest.raises(ParserUnavailableError) as error:
         get_parser("benepar")
     message = str(error.value)
     assert "\n" not in message
     assert "'benepar_en3' is not installed" in message
-    assert "pip install benepar" in message
+    assert "pip install 'jaxenc[benepar]'" in message
     assert "python -c \"import benepar; benepar.download('benepar_en3')\"" in message
 
 
-def test_benepar_not_installed_says_how_to_install(monkeypatch):
-    installed = parsers._installed_version
-    monkeypatch.setattr(parsers, "_installed_version",
-                        lambda name: None if name == "benepar" else installed(name))
-    with pytest.raises(ParserUnavailableError, match="benepar is not installed.*pip install"):
+@pytest.mark.parametrize("missing", ["benepar", "torch"])
+def test_benepar_or_torch_not_installed_names_the_extra(monkeypatch, missing):
+    monkeypatch.setattr(parsers, "_installed_version",  # all but `missing` look installed
+                        lambda name: None if name == missing else "1.0")
+    with pytest.raises(ParserUnavailableError) as error:
         get_parser("benepar")
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"the benepar parser needs {missing}, which" in message
+    assert "run `pip install 'jaxenc[benepar]'`" in message
 
 
-def test_import_and_missing_benepar_load_no_heavy_library(tmp_path):
+def test_default_install_without_benepar_fails_in_one_line_and_loads_no_heavy_library():
+    script = WITHOUT_BENEPAR + textwrap.dedent("""
+        import jaxenc.structures.cache
+        from jaxenc.errors import ParserUnavailableError
+        from jaxenc.structures.parsers import get_parser
+        try:
+            get_parser("benepar")
+        except ParserUnavailableError as error:
+            print(error)
+        else:
+            raise SystemExit("no error")
+        get_parser("spacy")  # resolving the model must not load spaCy either
+        print(sorted(name for name in ("torch", "benepar", "nltk", "spacy") if name in sys.modules))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,
+                            text=True, check=True)
+    message, loaded = result.stdout.strip().split("\n")
+    assert message.startswith("the benepar parser needs benepar, torch, nltk, which jaxenc does "
+                              "not install by default: run `pip install 'jaxenc[benepar]'`")
+    assert loaded == "[]"
+
+
+def test_missing_benepar_model_loads_no_heavy_library(tmp_path):
+    pytest.importorskip("nltk.data", reason="benepar (jaxenc[benepar]) not installed")
+    if parsers._installed_version("benepar") is None:
+        pytest.skip("benepar (jaxenc[benepar]) not installed")
     script = textwrap.dedent(f"""
         import sys
         import nltk.data
@@ -194,7 +247,6 @@ def test_import_and_missing_benepar_load_no_heavy_library(tmp_path):
             pass
         else:
             raise SystemExit("no error")
-        get_parser("spacy")  # resolving the model must not load spaCy either
         print(sorted(name for name in ("torch", "benepar", "spacy") if name in sys.modules))
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True,

@@ -1,13 +1,15 @@
 """PhraseTransformer (spec phrase_transformer.md): the eq. 6 adjacency the model uses against a slow
 reference (n-gram and dependency hypernodes, with padding), the sparse neighbour lists, sparse ==
 dense phase 2 (values and gradients), phase 2 against a numpy loop of eq. 5-7 for both phrase
-masks, hypernode init, dtype, config errors, the tagger on its word states, and the POS and
-translation configs end to end on slices of the real data (skipped without it).
+masks, hypernode init, dtype, config errors and the resolution of phase2="auto", the tagger on
+its word states, and the POS and translation configs end to end on slices of the real data
+(skipped without it).
 
 The device-side adjacency functions themselves are checked against the subset definition in
 tests/test_structure_properties.py; here they are checked as the model uses them."""
 
 import itertools
+import json
 from pathlib import Path
 
 import chex
@@ -24,10 +26,12 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.masks import HypernodeMask, span_adjacency
 from jaxenc.layers.phrase_attention import WithinPhraseAttention, neighbour_mask
+from jaxenc.models import registry
+from jaxenc.models.phrase_transformer import PhraseTransformer, PhraseTransformerConfig
 from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import loop, report
+from jaxenc.training import checkpointing, loop, report
 from train.configs import base, phrase_transformer_multi30k_small, phrase_transformer_pos
 
 TINY = dict(embed_dim=8, model_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout_rate=0.0)
@@ -277,9 +281,42 @@ def test_flags_change_the_parameters_and_bfloat16_computes_in_bfloat16():
     assert "bf16" in hlo
 
 
+@pytest.mark.parametrize("flags, phase2", [
+    (dict(), "sparse"),
+    (dict(k=3), "sparse"),
+    (dict(hypernodes="dependency"), "dense"),
+    (dict(phrase_mask="hadamard"), "dense"),
+    (dict(hypernodes="dependency", phrase_mask="hadamard"), "dense"),
+    (dict(phase2="dense"), "dense"),
+])
+def test_phase2_auto_resolves_to_the_kernel_the_other_options_allow(flags, phase2):
+    model_cfg = base.model_config("phrase_transformer", **TINY, **flags)
+    assert model_cfg.phase2 == flags.get("phase2", "auto")  # the section keeps "auto" until built
+    assert build_encoder(model_cfg, 10).config.phase2 == phase2
+    assert registry.resolved_auto(model_cfg) == ({} if "phase2" in flags else {"phase2": phase2})
+
+
+def test_a_directly_built_module_resolves_auto_too():
+    model_cfg = base.model_config("phrase_transformer", **TINY)
+    encoder, batch, _, _ = featurized(model_cfg)
+    sentence = sentence_fields(batch, "sentence")
+    params = init(encoder, sentence)
+
+    def program(phase2):
+        module = PhraseTransformer(encoder.vocab_size, PhraseTransformerConfig(**TINY,
+                                                                               phase2=phase2))
+        return str(jax.make_jaxpr(lambda p: module.apply({"params": p}, sentence,
+                                                          train=False))(params))
+
+    assert program("auto") == program("sparse") != program("dense")
+
+
 @pytest.mark.parametrize("flags, message", [
-    (dict(hypernodes="dependency"), "phase2='sparse' has no fixed neighbour list.*phase2=dense"),
-    (dict(phrase_mask="hadamard"), "phase2='sparse' cannot give phrase_mask='hadamard'"),
+    (dict(hypernodes="dependency", phase2="sparse"),
+     "model.phase2='sparse' has no fixed neighbour list.*fix: --config.model.phase2=dense"),
+    (dict(phrase_mask="hadamard", phase2="sparse"),
+     "phase2='sparse' cannot give phrase_mask='hadamard'.*fix: --config.model.phase2=dense"),
+    (dict(phase2="gather"), "phase2='gather' is not one of auto, sparse, dense"),
     (dict(k=1), "model.k=1 is not an n-gram length >= 2"),
     (dict(hypernode_init="random"), "hypernode_init='random' is not one of zeros, mean"),
 ])
@@ -346,6 +383,34 @@ def test_pos_config_trains_end_to_end_on_a_few_ud_sentences(data_root, tmp_path)
     for row in rows:
         assert row["steps"] == 4 and 0.0 <= row["test accuracy"] <= 1.0
     assert "| phrase_transformer | ud_ewt |" in (tmp_path / "run" / "results.md").read_text()
+
+
+def test_semantic_variant_trains_with_the_defaults_and_records_dense_phase2(data_root, tmp_path):
+    """--config.model.hypernodes=dependency alone (phase2 left "auto") trains, and config.json
+    records the phase 2 it was trained with."""
+    folder = tmp_path / "data" / "ud_english_ewt"
+    folder.mkdir(parents=True)
+    blocks = (data_root / "ud_english_ewt" / "en_ewt-ud-dev.conllu").read_text(
+        encoding="utf-8").split("\n\n")
+    for split, part in (("train", blocks[:16]), ("dev", blocks[16:24]), ("test", blocks[24:32])):
+        (folder / f"en_ewt-ud-{split}.conllu").write_text("\n\n".join(part) + "\n\n",
+                                                          encoding="utf-8")
+
+    def semantic_config():
+        config = phrase_transformer_pos.get_config()
+        shrink(config)
+        config = base.twin_option(config, "solo")
+        config.model.hypernodes = "dependency"
+        config.data.data_dir = str(tmp_path / "data")
+        return config
+
+    config = semantic_config()
+    assert config.model.phase2 == "auto"
+    rows = loop.run(config, tmp_path / "run")
+    assert rows[0]["steps"] == 4
+    saved = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
+    assert saved["model"]["phase2"] == "dense" and config.model.phase2 == "dense"
+    assert loop.run(semantic_config(), tmp_path / "run")[0]["steps"] == 4  # "auto" resumes it
 
 
 @pytest.mark.parametrize("module", [phrase_transformer_pos, phrase_transformer_multi30k_small])

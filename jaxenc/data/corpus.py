@@ -36,6 +36,7 @@ from pathlib import Path
 
 import ml_collections
 
+from jaxenc.data import registry
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import Line, tokenize
@@ -43,9 +44,9 @@ from jaxenc.data.vocab import SPECIAL_TOKENS, Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.structures.trees import unescape_ptb
 
-NAME = "corpus"  # the dataset name (jaxenc.data.registry)
+NAME = registry.CORPUS  # the dataset name
 MIN_TOKENS, MAX_TOKENS = 4, 32  # the authors' minlen / maxlen
-SPLITS = ("train", "dev", "test")
+SPLITS = registry.DATASETS[NAME].splits  # ("train", "dev", "test")
 
 log = logging.getLogger(__name__)
 
@@ -304,8 +305,8 @@ DEFAULT_SOURCES = ("multi30k:train,multi30k:dev,multi30k:test,ud_ewt:train,ud_ew
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from jaxenc.data import registry
-
+    """`python -m jaxenc.data.corpus`: writes the sentences of registered datasets as a corpus
+    file."""
     parser = argparse.ArgumentParser(
         description="Write the sentences of registered datasets as a corpus file (one sentence "
                     "a line, duplicates removed) for task.dataset=corpus.")

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from jaxenc.data import corpus, multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
+from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
 from jaxenc.data.records import Example
 from jaxenc.errors import DataError
@@ -257,5 +257,8 @@ def _read_corpus(folder: None, split: str) -> list[Example]:
                         "--config.data.corpus_files=A.txt[,B.txt]")
 
 
-_register(DatasetInfo(corpus.NAME, "unlabelled", None, None, corpus.SPLITS, None,
-                      tokenizer="text"), _read_corpus)
+# Any text: jaxenc.data.corpus reads the files of data.corpus_files (and, as a command, writes
+# such a file from the datasets registered here, so it imports this module, not the reverse).
+CORPUS = "corpus"
+_register(DatasetInfo(CORPUS, "unlabelled", None, None, _TRAIN_DEV_TEST, None, tokenizer="text"),
+          _read_corpus)

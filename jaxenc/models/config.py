@@ -5,7 +5,17 @@ Each hyperparameter is written once, as a field of its model's config class with
 value as default; `train/configs/base.py` takes its presets from these defaults. A config
 validates itself on construction (`validate`, one-line ConfigError naming the field and a fix),
 so a bad value fails before anything is traced. An encoder module is built as
-`Model(vocab_size=V, config=ModelConfig(**config.model minus its name))`.
+`Model(vocab_size=V, config=ModelConfig(**config.model minus its name).resolved())`.
+
+An option whose valid values depend on other options defaults to `AUTO` ("auto"), which
+`resolved()` replaces by the value that works with the others (e.g. the PhraseTransformer's
+`phase2`: sparse where n-gram hypernodes and the additive mask allow it, else dense), so no
+default fails in combination with another option; an explicit value that contradicts another
+option stays a one-line ConfigError. Encoders are built from resolved configs
+(`jaxenc.models.registry.encoder_config`), and a training run writes the resolved values into
+its config before saving it (`jaxenc.training.validation.check_config`), so config.json records
+what was trained. (DiSAN's `attention_impl="auto"` is another kind: it picks a kernel per bucket
+length at trace time and stays "auto" in the config.)
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from jaxenc.data.packing import PackingConfig
 from jaxenc.errors import ConfigError
 
 DTYPES: dict[str, jnp.dtype] = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+AUTO = "auto"  # an option resolved from the other options when the encoder is built
 
 ConfigT = TypeVar("ConfigT", bound="EncoderConfig")
 
@@ -58,6 +69,11 @@ class EncoderConfig:
         parent = super()
         if hasattr(parent, "validate"):  # another config base (e.g. Token2TokenOptions)
             parent.validate()
+
+    def resolved(self: ConfigT) -> ConfigT:
+        """This config with every `AUTO` option replaced by the value the other options call
+        for; subclasses with such options override it (the base has none)."""
+        return self
 
     @property
     def compute_dtype(self) -> jnp.dtype:

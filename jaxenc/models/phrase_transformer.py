@@ -36,13 +36,13 @@ from jaxenc.layers.attention import MultiHeadAttention, gather_rows
 from jaxenc.layers.masks import HypernodeMask, masked_mean
 from jaxenc.layers.phrase_attention import PHRASE_MASKS, WithinPhraseAttention
 from jaxenc.layers.transformer import FeedForward, input_stage
-from jaxenc.models.config import StructureNeeds, require
+from jaxenc.models.config import AUTO, StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.models.transformer import TransformerSizes
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans, spans_to_members
 
 HYPERNODES = ("ngram", "dependency")
-PHASE2 = ("sparse", "dense")
+PHASE2 = (AUTO, "sparse", "dense")
 HYPERNODE_INITS = ("zeros", "mean")
 
 
@@ -58,10 +58,12 @@ class PhraseTransformerConfig(TransformerSizes):
       nonlinear: the sigmoid of eq. 5; False = the paper's "linear PhraseTransformer".
       phrase_mask: "additive" (-inf outside A: attention stays within phrases, as the text says)
         or "hadamard" (eq. 5 literally: S ∘ A, non-adjacent nodes keep the score 0).
-      phase2: "sparse" (gather over the static n-gram neighbour lists, O(k^2) per node) or
-        "dense" (the masked [N, N] scores). Sparse needs n-gram hypernodes and the additive mask:
-        a head word has one dependency hypernode per dependent (no fixed bound), and the literal
-        Hadamard form weighs every node.
+      phase2: "auto" (sparse for n-gram hypernodes with the additive mask, else dense; resolved
+        when the encoder is built and recorded in config.json), "sparse" (gather over the
+        static n-gram neighbour lists, O(k^2) per node) or "dense" (the masked [N, N] scores).
+        Sparse needs n-gram hypernodes and the additive mask: a head word has one dependency
+        hypernode per dependent (no fixed bound), and the literal Hadamard form weighs every
+        node.
       hypernode_init: "zeros" (Algorithm 1: "pad m x d zeros") or "mean" of the members' h^0.
       residual: the Transformer's residual + LayerNorm around each sublayer (the spec's choice;
         Algorithm 1 shows the bare attentions, which residual=False gives).
@@ -73,7 +75,7 @@ class PhraseTransformerConfig(TransformerSizes):
     parser: str = "gold"
     nonlinear: bool = True
     phrase_mask: str = "additive"
-    phase2: str = "sparse"
+    phase2: str = AUTO
     hypernode_init: str = "zeros"
     residual: bool = True
     feed_forward: bool = True
@@ -86,14 +88,23 @@ class PhraseTransformerConfig(TransformerSizes):
                     choices[0])
         require(isinstance(self.k, int) and self.k >= 2, "k", self.k,
                 "is not an n-gram length >= 2", 2)
-        require(self.phase2 == "dense" or self.hypernodes == "ngram", "phase2", self.phase2,
+        require(self.phase2 != "sparse" or self.hypernodes == "ngram", "phase2", self.phase2,
                 "has no fixed neighbour list for dependency hypernodes (a head word has one "
                 "per dependent)", "dense")
-        require(self.phase2 == "dense" or self.phrase_mask == "additive", "phase2", self.phase2,
-                "cannot give phrase_mask='hadamard', which weighs every real node", "dense")
+        require(self.phase2 != "sparse" or self.phrase_mask == "additive", "phase2",
+                self.phase2, "cannot give phrase_mask='hadamard', which weighs every real node",
+                "dense")
         require(self.layer_norm == "post", "layer_norm", self.layer_norm,
                 "is not available for the PhraseTransformer's phases (post-norm only)", "post")
         super().validate()
+
+    def resolved(self) -> PhraseTransformerConfig:
+        """`phase2="auto"` resolved: sparse for n-gram hypernodes with the additive mask (the
+        cheaper kernel), dense otherwise (the only one that computes the other forms)."""
+        if self.phase2 != AUTO:
+            return self
+        sparse = self.hypernodes == "ngram" and self.phrase_mask == "additive"
+        return dataclasses.replace(self, phase2="sparse" if sparse else "dense")
 
 
 class PhraseTransformerLayer(nn.Module):
@@ -153,7 +164,7 @@ class PhraseTransformer(nn.Module):
 
     @nn.compact
     def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
-        cfg = self.config
+        cfg = self.config.resolved()  # a config built directly may still say phase2="auto"
         tokens, lengths = sentence["tokens"], sentence["lengths"]
         batch, length = tokens.shape
         words = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.errors import ConfigError
-from jaxenc.models.config import EncoderConfig, StructureNeeds
+from jaxenc.models.config import AUTO, EncoderConfig, StructureNeeds
 
 ENCODERS: dict[str, str] = {
     "bag": "jaxenc.models.bag",
@@ -83,15 +83,24 @@ def encoder_spec(name: str) -> EncoderSpec:
 
 
 def encoder_config(model_cfg: Mapping[str, Any]) -> EncoderConfig:
-    """The typed, validated config of a model section (`name` + the config's fields)."""
+    """The typed, validated config of a model section (`name` + the config's fields), its
+    "auto" options resolved (`EncoderConfig.resolved`)."""
     values = dict(model_cfg)
-    return encoder_spec(values.pop("name")).config.from_mapping(values)
+    return encoder_spec(values.pop("name")).config.from_mapping(values).resolved()
+
+
+def resolved_auto(model_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """{field: value} of the options that `model_cfg` leaves "auto" and that resolve to a value
+    when its encoder is built (what a run records in its config.json)."""
+    resolved = encoder_config(model_cfg).to_dict()
+    return {field: resolved[field] for field, value in model_cfg.items()
+            if isinstance(value, str) and value == AUTO and resolved.get(field, AUTO) != AUTO}
 
 
 def preset(name: str, **overrides: Any) -> dict[str, Any]:
     """The model section of encoder `name`: its config's defaults (the paper's values) with
-    `overrides`. Values are validated when the encoder is built (after command-line overrides);
-    an unknown key is an error here already."""
+    `overrides`. Values are validated, and "auto" options resolved, when the encoder is built
+    (after command-line overrides); an unknown key is an error here already."""
     defaults = encoder_spec(name).config().to_dict()
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:

@@ -4,16 +4,18 @@ Every back-end implements the `Parser` protocol and keeps the given tokenisation
 returned `Tree` / the `tokens` of a returned `DependencyTree` are exactly `Sentence.tokens`, so
 parses line up with the vocabulary. `get_parser(name, **options)` builds one:
 
-| name                 | kind         | needs                                                  |
-|----------------------|--------------|--------------------------------------------------------|
-| `gold`               | either       | the trees shipped with the data (`tree` or `heads`)     |
-| `spacy`              | dependency   | spaCy and an English pipeline (`en_core_web_sm`)        |
-| `spacy-constituency` | constituency | the same; the dependency tree derived into phrases      |
-| `benepar`            | constituency | benepar, torch and the `benepar_en3` model              |
+| name                 | kind         | needs                                                |
+|----------------------|--------------|------------------------------------------------------|
+| `gold`               | either       | the trees shipped with the data (`tree` or `heads`)  |
+| `spacy`              | dependency   | spaCy and an English pipeline (`en_core_web_sm`)     |
+| `spacy-constituency` | constituency | the same; the dependency tree derived into phrases   |
+| `benepar`            | constituency | `jaxenc[benepar]` and the `benepar_en3` model        |
 
 spaCy, benepar and torch are imported on first use, never when jaxenc is imported; a missing
-library or model raises `ParserUnavailableError` with the command that installs it. `version`
-names the library and model versions, so `jaxenc.structures.cache` re-parses when either changes.
+library or model raises `ParserUnavailableError` with the command that installs it. benepar and
+the torch it needs (~750 MB) are the optional extra `jaxenc[benepar]`, outside the default
+install. `version` names the library and model versions, so `jaxenc.structures.cache` re-parses
+when either changes.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ SPACY_INSTALL = f"pip install spacy {SPACY_FALLBACK_MODEL}==3.8.0"
 # Components the parser does not read: excluding them triples the parse rate.
 SPACY_UNUSED_COMPONENTS = ("tagger", "attribute_ruler", "lemmatizer", "ner", "senter")
 BENEPAR_DEFAULT_MODEL = "benepar_en3"
+BENEPAR_INSTALL = "pip install 'jaxenc[benepar]'"
+# The distributions the benepar back-end imports (nltk comes with benepar).
+BENEPAR_DISTRIBUTIONS = ("benepar", "torch", "nltk")
 PROGRESS_MIN_SENTENCES = 2000  # back-ends show a progress bar from this many sentences on
 _log = logging.getLogger(__name__)
 
@@ -228,7 +233,7 @@ class SpacyConstituencyParser:
 
 
 class BeneparParser:
-    """Constituency trees from the Berkeley Neural Parser (optional: benepar + torch + a model).
+    """Constituency trees from the Berkeley Neural Parser (optional: `jaxenc[benepar]` + a model).
 
     The model is looked up where `benepar.Parser` looks (a file path, else the NLTK data folders);
     it is never downloaded. Leaves are the given tokens; the root is benepar's `TOP`.
@@ -242,11 +247,13 @@ class BeneparParser:
     kind: ParserKind = "constituency"
 
     def __init__(self, model: str = BENEPAR_DEFAULT_MODEL, batch_size: int = 64):
-        install = (f"run `pip install benepar` and "
+        install = (f"run `{BENEPAR_INSTALL}` and "
                    f"`python -c \"import benepar; benepar.download('{model}')\"`")
+        missing = [name for name in BENEPAR_DISTRIBUTIONS if _installed_version(name) is None]
+        if missing:
+            raise ParserUnavailableError(f"the benepar parser needs {', '.join(missing)}, which "
+                                         f"jaxenc does not install by default: {install}")
         benepar_version = _installed_version("benepar")
-        if benepar_version is None:
-            raise ParserUnavailableError(f"benepar is not installed: {install}")
         if not _benepar_model_found(model):
             raise ParserUnavailableError(f"benepar model {model!r} is not installed: {install}")
         self.model = model

@@ -5,7 +5,11 @@ learning rate of 0, a dropout rate of 1, ...) before anything is read or written
 the command line never leaves a half-made workdir behind. Each rule of `RULES` (the whole config)
 and `MODEL_RULES` (every model section: `model` and each `baselines.NAME`) states what a key must
 be; the fix offered is the key's default. A model section is then validated by its own config
-class (jaxenc.models.config.EncoderConfig.validate), whose messages name the same flags.
+class (jaxenc.models.config.EncoderConfig.validate), whose messages name the same flags, and its
+"auto" options are replaced in the config by the values the encoder is built with
+(`registry.resolved_auto`): overrides are applied by then, and the training loop checks the
+config before it compares it with a resumed run's and saves it, so config.json records the
+resolved values.
 
 `unknown_key(config, path)` words an override of a key the config does not have, with the
 closest keys of that section as the fix.
@@ -132,25 +136,29 @@ def _model_sections(config: ml_collections.ConfigDict) -> Iterator[tuple[str, An
 
 
 def _check_model(prefix: str, section: Any) -> None:
-    """MODEL_RULES, then the model's config class, with messages naming `--config.<prefix>.`."""
+    """MODEL_RULES, then the model's config class, with messages naming `--config.<prefix>.`;
+    then the section's "auto" options are set to their resolved values."""
     spec = registry.encoder_spec(section["name"])
     defaults = spec.config().to_dict()
     for field, rule in MODEL_RULES.items():
         if field in section and not rule.accepts(section[field]):
             raise _refuse(f"{prefix}.{field}", section[field], rule.requirement, defaults[field])
     try:
-        registry.encoder_config(section)
+        resolved = registry.resolved_auto(section)
     except ConfigError as error:  # its message names "model.FIELD=VALUE ... --config.model.FIELD"
         text = str(error).replace("--config.model.", f"--config.{prefix}.")
         text = re.sub(r"(?<![\w.-])model\.", f"{prefix}.", text)
         if text.startswith(f"{prefix}."):
             text = f"--config.{text}"
         raise ConfigError(text) from None
+    for field, value in resolved.items():
+        section[field] = value
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
     """Raises a one-line ConfigError naming the first `--config.` flag whose value is invalid
-    (RULES, MODEL_RULES and the model config classes' own checks)."""
+    (RULES, MODEL_RULES and the model config classes' own checks); then writes the resolved
+    value of every "auto" model option into `config` (module docstring)."""
     defaults = ml_collections.ConfigDict(configs.get_config().to_dict())
     for path, rule in RULES.items():
         section, _, key = path.rpartition(".")

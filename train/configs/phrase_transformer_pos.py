@@ -6,8 +6,7 @@ that Transformer is the twin (`baselines.transformer`, workdir/baselines/transfo
 Variants of the paper's table (with `phrase_transformer_pos.py:solo` they train without the twin):
   --config.model.k=3                      PhraseTransformer (k=3), paper 96.80
   --config.model.nonlinear=False          linear PhraseTransformer (k=2), paper 96.54
-  --config.model.hypernodes=dependency --config.model.phase2=dense
-                                          semantic PhraseTransformer on gold UD trees, 96.35
+  --config.model.hypernodes=dependency  semantic PhraseTransformer on gold UD trees, 96.35
   --config.task.dataset=ptb_sample        the NLTK PTB sample (carved dev/test) instead of UD
 """
 

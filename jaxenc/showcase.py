@@ -1,12 +1,14 @@
 """After training: export the best model of a run and encode a few sentences with it.
 
-`showcase(rows, workdir, sentences)` (the main job's epilogue, `config.showcase`) picks the row
-with the best dev score, writes its encoder to `workdir/export` (`jaxenc.export`), loads it back
-(`jaxenc.load`) and encodes `sentences` (strings, tokenised as the training data was). Sentences
-are read in pairs: the cosine similarity of each pair's vectors is tabulated under the exported
-model and under every other model of the run, so a minimal pair ("the film that was not good is
-good ." / "the film that was good is not good .") shows which encoders tell the two apart (a bag
-of words gives exactly 1).
+`showcase(rows, workdir, sentences)` (the main job's epilogue, `config.showcase`, run by
+`jaxenc.training.main`) picks the row with the best dev score, writes its encoder to
+`workdir/export` (`jaxenc.export`), loads it back (`jaxenc.load`) and encodes `sentences`
+(strings, tokenised as the training data was). Sentences are read in pairs: the cosine similarity
+of each pair's vectors is tabulated under the exported model and under every other model of the
+run, so a minimal pair ("the film that was not good is good ." / "the film that was good is not
+good .") shows which encoders tell the two apart (a bag of words gives exactly 1). It uses the
+encoding layer (`jaxenc.encoding`, `jaxenc.exporting`), which reads training runs, so it sits
+above both (docs/ARCHITECTURE.md, "Layers").
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     workdir/results.md). Process 0 of a multi-host run does it; the others return ""."""
     import jax
 
-    import jaxenc
     from jaxenc.encoding import Encoder
+    from jaxenc.exporting import export, load
 
     if jax.process_index() != 0:
         return ""
@@ -61,8 +63,8 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
                           "an even number, each pair compared by cosine similarity)")
     workdir = Path(workdir)
     best = best_row(rows)
-    out = jaxenc.export(best["workdir"], workdir / EXPORT_DIR, overwrite=True)
-    exported = jaxenc.load(out)
+    out = export(best["workdir"], workdir / EXPORT_DIR, overwrite=True)
+    exported = load(out)
     vectors = exported.encode(list(sentences), show_progress_bar=False)
     metric = next(key for key in best if key.startswith("dev "))
     lines = ["## The best model, exported and used",
