@@ -26,12 +26,34 @@ evaluated on. Structures come from the run's parser. A model trained on gold tre
 other vectors than a record with its gold tree would get).
 
 Batches: the training buckets (`buckets`: data.max_length, data.bucket_step), extended by further
-multiples of the step for longer sentences, as the evaluation batches are: a sentence is never cut
-(positions past a learned position table reuse its last row, as in evaluation). PSAN's phrase
-packing plan uses the "worst" capacities (jaxenc.data.packing): its shapes depend on the bucket
-only, so each bucket compiles once and matches the exported functions. Sentences without tokens
-(an empty string; every word dropped under data.oov="drop") are in no batch and encode to zeros,
-also with `normalize_embeddings`; nothing is ever nan.
+multiples of the step for longer sentences, as the evaluation batches are. A batch holds at most
+`batch_size` rows and `token_budget` tokens (rows x bucket length; default: `batch_size` x the
+largest training bucket; a batch of one row may be longer, up to `max_length`): a bucket of
+length L has `rows_per_batch(L, batch_size)` rows, `batch_size` where batch_size x L fits the
+budget, else the largest power of two <= budget // L (at least 1). So every training bucket has
+`batch_size` rows (the shapes of an export's functions and of training's evaluation batches) and
+a longer bucket fewer. The last batch of a bucket longer than the training buckets has the
+smallest power of two rows that holds its sentences, so a lone long sentence runs alone: one
+shape per training bucket, at most log2(rows) + 1 per longer bucket, each compiled once. Rows are
+independent, so a sentence's vector does not depend on its batch. `encode` runs on one device
+(the batch is not sharded).
+
+Long sentences: a sentence longer than `max_length` tokens (the model's prefix tokens included;
+default DEFAULT_MAX_LENGTH = 512) follows `long_sentences`: "truncate" (default) keeps its first
+`max_length` tokens, with one warning per call counting the sentences cut; "error" raises a
+one-line DataError naming the longest one and the fix. No model has a hard length limit of its
+own (positions past a learned position table reuse its last row; `encode` compiles buckets longer
+than an export's functions), but the attention scores and relation arrays of most encoders are
+[L, L] per row: `max_length` bounds a batch's memory whatever the input, with the token budget.
+512 tokens leaves the sentences of the evaluation datasets whole (the longest have about 120
+words). A cut sentence keeps its first words and loses its gold trees (they span the whole
+sentence): a model with structure fields parses the kept words (`text_parser` for a model trained
+on gold trees).
+
+PSAN's phrase packing plan uses the "worst" capacities (jaxenc.data.packing): its shapes depend on
+the batch shape only, so each shape compiles once and matches the exported functions. Sentences
+without tokens (an empty string; every word dropped under data.oov="drop") are in no batch and
+encode to zeros, also with `normalize_embeddings`; nothing is ever nan.
 """
 
 from __future__ import annotations
@@ -41,7 +63,9 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import os
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,11 +74,11 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
+from jaxenc.data.batching import Batcher, bucket_lengths, bucket_of, sentence_fields
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import TOKENIZERS
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError
+from jaxenc.errors import ConfigError, DataError
 
 Batch = dict[str, np.ndarray]
 SentenceLike = str | Sequence[str] | Sentence
@@ -62,9 +86,13 @@ SentenceLike = str | Sequence[str] | Sentence
 INDEX = "index"  # a batch's int32[B]: each row's position in the input, -1 for filler rows
 ROLE = "sentence"  # the featurizer's role of a single sentence
 DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_LENGTH = 512  # tokens of a sentence, prefix tokens included (module doc)
+LONG_SENTENCES = ("truncate", "error")  # the policies for a sentence over max_length
 # A one-word sentence with both gold trees: the shapes of a bucket without parsing anything.
 _PROBE = Sentence(tokens=("probe",), text="probe", tree="(S (NN probe))", heads=(0,),
                   deprels=("root",))
+
+log = logging.getLogger(__name__)
 
 
 def short_digest(*parts: object) -> str:
@@ -138,6 +166,11 @@ class Encoder:
       parse_cache_dir: where parser outputs are cached (None: not cached).
       dim: D, the size of a sentence vector, when known (else computed when needed).
       name: identifies the encoder and its weights (the transfer evaluation's cache key).
+      max_length: the most tokens of a sentence encoded, prefix tokens included (module doc).
+      long_sentences: "truncate" a longer sentence to its first `max_length` tokens (one
+        warning per call) or raise an "error" naming it.
+      token_budget: the most tokens (rows x bucket length) of a batch; None: `batch_size` x the
+        largest training bucket, per call.
     """
 
     def __init__(self, model_cfg: Mapping[str, Any], params: dict, vocab: Vocabulary, *,
@@ -146,15 +179,25 @@ class Encoder:
                  text_parser: str | None = None, buckets: Sequence[int] = (64,),
                  bucket_step: int = 8, expansion: Any = None,
                  parse_cache_dir: str | os.PathLike | None = None, dim: int | None = None,
-                 name: str = "encoder"):
+                 name: str = "encoder", max_length: int = DEFAULT_MAX_LENGTH,
+                 long_sentences: str = "truncate", token_budget: int | None = None):
         from jaxenc.models.registry import structure_spec
 
         if tokenizer not in TOKENIZERS:
             raise ConfigError(f"unknown tokenizer {tokenizer!r} (fix: one of "
                               f"{', '.join(TOKENIZERS)})")
+        if long_sentences not in LONG_SENTENCES:
+            raise ConfigError(f"long_sentences={long_sentences!r} (fix: one of "
+                              f"{', '.join(LONG_SENTENCES)}; eval.transfer: --long_sentences)")
+        if token_budget is not None and token_budget < 1:
+            raise ConfigError(f"token_budget={token_budget} (fix: a positive number of tokens, "
+                              "or None for batch_size x the largest training bucket)")
         self._model_cfg = ml_collections.ConfigDict(dict(model_cfg))
         needs = structure_spec(self._model_cfg)
         self.structure_fields, self.prefix_tokens = needs.fields, needs.prefix_tokens
+        if max_length <= len(self.prefix_tokens):
+            raise ConfigError(f"max_length={max_length} leaves no word after the model's "
+                              f"{len(self.prefix_tokens)} prefix tokens (fix: a larger max_length)")
         self._packing = None if needs.packing is None else dataclasses.replace(
             needs.packing, capacity="worst", groups=1, epochs=1)
         self._params, self.vocab, self.found = params, vocab, found
@@ -167,6 +210,8 @@ class Encoder:
         self.buckets, self.bucket_step = tuple(int(b) for b in buckets), int(bucket_step)
         self._expansion, self.parse_cache_dir, self.name = expansion, parse_cache_dir, name
         self._dim = dim
+        self.max_length, self.long_sentences = int(max_length), long_sentences
+        self.token_budget = token_budget
 
     @classmethod
     def from_workdir(cls, workdir: str | os.PathLike, **overrides: Any) -> Encoder:
@@ -248,9 +293,10 @@ class Encoder:
 
     def features(self, items: Sequence[SentenceLike]) -> list[dict[str, np.ndarray] | None]:
         """Per sentence, its fields at natural length as the training featurizer computes them
-        (`tokens` int32[n] with the prefix tokens first, structure arrays such as `segments`
-        int32[T, n]), or None for a sentence without tokens (it encodes to zeros)."""
-        sentences = self.sentences(items)
+        (`tokens` int32[n] with the prefix tokens first, n <= max_length, structure arrays such
+        as `segments` int32[T, n]), or None for a sentence without tokens (it encodes to zeros).
+        A sentence over `max_length` tokens is cut or refused (`long_sentences`, module doc)."""
+        sentences = self._within_max_length(self.sentences(items))
         self.expand_vocabulary(token for sentence in sentences for token in sentence.tokens)
         by_parser = collections.defaultdict(list)
         for index, sentence in enumerate(sentences):
@@ -273,16 +319,26 @@ class Encoder:
         """The batches `encode` runs: dicts of numpy arrays `tokens` int32[B, L], `lengths`
         int32[B], the structure fields padded to L (e.g. `relations` int32[B, L, L]) and
         `index` int32[B] (each row's position in `items`, -1 for filler rows); L is a bucket
-        length. Sentences without tokens are in no batch."""
+        length and B <= `rows_per_batch(L, batch_size)` (module doc: B = batch_size in the
+        training buckets, the shapes of an export's functions). Sentences without tokens are in
+        no batch."""
         return list(self._batches(self.features(items), batch_size)[1])
 
     def example_batch(self, length: int, batch_size: int) -> Batch:
-        """A batch of bucket `length` (one one-word sentence, then filler rows): the shapes and
-        dtypes of every batch of that bucket (what the exported functions take)."""
+        """A batch of bucket `length` with `batch_size` rows (one one-word sentence, then filler
+        rows): the shapes and dtypes of every batch of that shape (what the exported functions
+        take)."""
         (probe,) = self._featurizer("gold").many([Example(sentences=(_PROBE,), label=0)])
-        _, batches = self._batches([{key.split("/", 1)[1]: value for key, value in probe.items()
-                                     if key.startswith(ROLE + "/")}], batch_size, (length,))
-        return next(batches)
+        fields = {key.split("/", 1)[1]: value for key, value in probe.items()
+                  if key.startswith(ROLE + "/")}
+        return next(self._assemble([fields], np.zeros(1, np.int64), length, batch_size))
+
+    def rows_per_batch(self, length: int, batch_size: int) -> int:
+        """The rows of a full batch of bucket `length`: `batch_size` where batch_size x length
+        fits the token budget, else the largest power of two <= budget // length, at least 1."""
+        budget = self.token_budget or batch_size * self.buckets[-1]
+        fitting = budget // length
+        return batch_size if fitting >= batch_size else 1 << max(fitting.bit_length() - 1, 0)
 
     def bucket_lengths(self, longest: int) -> tuple[int, ...]:
         """The training buckets, then multiples of the step up to one holding `longest`."""
@@ -308,11 +364,14 @@ class Encoder:
                batch_size: int = DEFAULT_BATCH_SIZE, show_progress_bar: bool | None = None,
                normalize_embeddings: bool = False) -> np.ndarray:
         """float32[N, D] sentence vectors, row i for sentences[i] (float32[D] for a single
-        string or Sentence).
+        string or Sentence). Batches hold at most `batch_size` rows and `token_budget` tokens (or
+        one row); a sentence over `max_length` tokens is cut or refused (`long_sentences`; module
+        doc).
 
         Args:
           sentences: strings, token lists or Sentences (module doc); an empty list gives [0, D].
-          batch_size: rows per batch (one compilation per batch size and bucket).
+          batch_size: the most rows of a batch; with the token budget it sets each bucket's
+            rows (`rows_per_batch`, module doc: one compilation per batch shape).
           show_progress_bar: None: on a terminal only.
           normalize_embeddings: unit L2 norm (a zero vector stays zero).
         """
@@ -365,27 +424,75 @@ class Encoder:
             lowercase_fallback=self.lowercase_fallback, relation_vocab=self.relation_vocab,
             parse_cache_dir=self.parse_cache_dir, keep_empty=True)
 
-    def _batches(self, features: Sequence[dict[str, np.ndarray] | None], batch_size: int,
-                 buckets: Sequence[int] | None = None) -> tuple[int, Iterator[Batch]]:
-        """(number of batches, the batches) of the features that are not None."""
+    def _within_max_length(self, sentences: Sequence[Sentence]) -> list[Sentence]:
+        """`sentences`, those over `max_length` tokens (prefix tokens included) cut to their first
+        words (without their gold trees) under long_sentences="truncate", with one warning
+        counting them; DataError naming the longest under "error"."""
+        prefix = len(self.prefix_tokens)
+        words = self.max_length - prefix
+        over = [index for index, sentence in enumerate(sentences) if len(sentence.tokens) > words]
+        if not over:
+            return list(sentences)
+        longest = max(over, key=lambda index: len(sentences[index].tokens))
+        text = textwrap.shorten(" ".join(sentences[longest].tokens), width=50, placeholder=" ...")
+        what = f"sentence {longest} ({text!r}, {prefix + len(sentences[longest].tokens)} tokens)"
+        if self.long_sentences == "error":
+            raise DataError(
+                f"{what} is longer than max_length {self.max_length}; {len(over)} of "
+                f"{len(sentences)} sentences are", fix=f"pass long_sentences='truncate' "
+                f"(eval.transfer: --long_sentences truncate) to keep their first "
+                f"{self.max_length} tokens, a larger max_length, or shorter sentences")
+        log.warning("truncated %d of %d sentences to their first max_length=%d tokens, the "
+                    "longest being %s (long_sentences='error' refuses them instead)",
+                    len(over), len(sentences), self.max_length, what)
+        cut = set(over)
+        return [Sentence(tokens=sentence.tokens[:words], text=" ".join(sentence.tokens[:words]))
+                if index in cut else sentence for index, sentence in enumerate(sentences)]
+
+    def _batches(self, features: Sequence[dict[str, np.ndarray] | None], batch_size: int
+                 ) -> tuple[int, Iterator[Batch]]:
+        """(number of batches, the batches) of the features that are not None, bucket by bucket
+        in input order, `rows_per_batch` rows each; the last batch of a bucket longer than the
+        training buckets has the smallest power of two rows holding what is left (module doc)."""
         kept = np.array([i for i, fields in enumerate(features) if fields is not None], np.int64)
         if not kept.size:
             return 0, iter(())
-        rows = [{f"{ROLE}/{key}": value for key, value in features[i].items()} for i in kept]
-        if buckets is None:
-            buckets = self.bucket_lengths(max(len(row[f"{ROLE}/tokens"]) for row in rows))
-        batcher = Batcher(rows, batch_size=batch_size, buckets=buckets, shuffle=False,
-                          packing=self._packing)
+        lengths = np.array([len(features[i]["tokens"]) for i in kept])
+        buckets = self.bucket_lengths(int(lengths.max()))
+        bucket = bucket_of(lengths, buckets)
+        groups = []  # (bucket length, rows, positions in `kept`)
+        for index in np.unique(bucket):
+            length, members = buckets[index], np.flatnonzero(bucket == index)
+            rows = self.rows_per_batch(length, batch_size)
+            full = len(members) - len(members) % rows
+            if length > self.buckets[-1] and full < len(members):
+                left = len(members) - full
+                groups += [(length, rows, members[:full]),
+                           (length, min(rows, 1 << (left - 1).bit_length()), members[full:])]
+            else:
+                groups.append((length, rows, members))
+        groups = [group for group in groups if group[2].size]
 
         def batches() -> Iterator[Batch]:
-            for batch in batcher.epoch(0):
-                fields = sentence_fields(batch, ROLE)
-                real = batch["index"] >= 0
-                fields[INDEX] = np.where(real, kept[np.where(real, batch["index"], 0)],
-                                         -1).astype(np.int32)
-                yield fields
+            for length, rows, members in groups:
+                yield from self._assemble([features[i] for i in kept[members]], kept[members],
+                                          length, rows)
 
-        return batcher.num_batches, batches()
+        return sum(-(-len(members) // rows) for _, rows, members in groups), batches()
+
+    def _assemble(self, features: Sequence[dict[str, np.ndarray]], positions: np.ndarray,
+                  length: int, rows: int) -> Iterator[Batch]:
+        """Batches [rows, length] of `features` (all at most `length` tokens), in order; `index`
+        holds `positions` (int64[n], each feature's position in the input), -1 for filler."""
+        batcher = Batcher([{f"{ROLE}/{key}": value for key, value in fields.items()}
+                           for fields in features], batch_size=rows, buckets=(length,),
+                          shuffle=False, packing=self._packing)
+        for batch in batcher.epoch(0):
+            fields = sentence_fields(batch, ROLE)
+            real = batch["index"] >= 0
+            fields[INDEX] = np.where(real, positions[np.where(real, batch["index"], 0)],
+                                     -1).astype(np.int32)
+            yield fields
 
 
 

@@ -43,7 +43,7 @@ import jax
 import numpy as np
 
 from jaxenc import __version__, cli, standalone
-from jaxenc.encoding import INDEX, Encoder
+from jaxenc.encoding import DEFAULT_MAX_LENGTH, INDEX, Encoder
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.standalone import FORMAT_FILE, FORMAT_NAME, FORMAT_VERSION, PARAMS_NPZ, SEPARATOR
 from jaxenc.training import integrity
@@ -124,7 +124,9 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
 
 def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str | None = None,
          text_parser: str | None = None,
-         parse_cache_dir: str | os.PathLike | None = None) -> Encoder:
+         parse_cache_dir: str | os.PathLike | None = None,
+         max_length: int = DEFAULT_MAX_LENGTH, long_sentences: str = "truncate",
+         token_budget: int | None = None) -> Encoder:
     """The `Encoder` of an export folder, after checking its format version and every file.
 
     Nothing outside the folder is read, and nothing the manifest does not vouch for: a symbolic
@@ -140,6 +142,9 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
       tokenizer: how strings become tokens, instead of the training data's (format.json).
       text_parser: the parser of sentences without gold trees, instead of the export's.
       parse_cache_dir: where parser outputs are cached (None: not cached).
+      max_length, long_sentences, token_budget: how `encode` batches and what it does with a
+        sentence over max_length tokens (`jaxenc.encoding.Encoder`; the export's functions
+        cover its buckets only, `encode` compiles longer ones).
 
     Raises ConfigError for another format version or a malformed `sha256`, DataError
     (`standalone.ExportError`) for a folder that is no export, is unsafe (above), or whose files
@@ -170,7 +175,8 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         text_parser=text_parser or structures["text_parser"],
         buckets=description["buckets"], bucket_step=description["bucket_step"],
         parse_cache_dir=parse_cache_dir, dim=description["dim"],
-        name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}")
+        name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}", max_length=max_length,
+        long_sentences=long_sentences, token_budget=token_budget)
 
 
 def is_export(path: str | os.PathLike) -> bool:

@@ -9,6 +9,7 @@ vectors, which does not depend on how far the weights were trained.
 import dataclasses
 import functools
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -363,6 +364,24 @@ def test_transfer_evaluation_takes_a_workdir_or_an_export(runs, tmp_path):
     assert names[0].startswith("ckpt-bag-") and names[1] == enc.name
     assert enc.name.startswith("export-bag.export-")
     assert sorted(path.name for path in (tmp_path / "out" / "cache").iterdir()) == sorted(names)
+
+
+def test_transfer_cuts_or_refuses_a_sentence_over_max_length(runs, tmp_path, capsys, caplog):
+    _, _, out, _ = runs("bag")
+    long = " ".join(["the", "film", "is", "good"] * 150)  # 600 tokens
+    write_sts(tmp_path, 13, ["FNWN"], last_pair=f"{long}\tthe film is good .")
+    args = ["--encoder", str(out), "--tasks", "STS13", "--data_dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_info:
+        transfer.main([*args, "--out", str(tmp_path / "refused"), "--long_sentences", "error"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and error.startswith("error: 1 of 1 tasks failed")
+    assert "tokens) is longer than max_length 512; 1 of" in error
+    assert "600 tokens" in error and "--long_sentences truncate" in error
+    with caplog.at_level(logging.WARNING, logger="jaxenc.encoding"):
+        results = transfer.main([*args, "--out", str(tmp_path / "cut")])
+    assert results["tasks"]["STS13"]["status"] == "ok"
+    assert any(record.getMessage().startswith("truncated 1 of ") for record in caplog.records)
 
 
 # ----------------------------------------------------------------------------- expansion

@@ -235,6 +235,7 @@ def test_help_explains_the_encoder_argument(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "bag:GLOVE_FILE" in out and "--tasks" in out and "STSB" in out
+    assert "--long_sentences {truncate,error}" in out
 
 
 def test_cli_on_real_data_reports_and_skips(data_root, tmp_path, capsys):
@@ -308,7 +309,8 @@ def test_a_failing_task_keeps_the_others_results(tmp_path, capsys, monkeypatch):
     write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])
     write_sts(tmp_path, 15, ["answers-forums"], last_pair="the poison\tthe cat")
     out = tmp_path / "out"
-    monkeypatch.setattr(transfer, "load_encoder", lambda spec: WordCountEncoder())
+    monkeypatch.setattr(transfer, "load_encoder",
+                        lambda spec, long_sentences: WordCountEncoder())
     with pytest.raises(SystemExit) as exit_info:
         transfer.main(["--encoder", "word-count", "--tasks", "STS15,STS13", "--data_dir",
                        str(tmp_path), "--out", str(out)])
@@ -334,7 +336,8 @@ def test_results_are_written_as_each_task_finishes(tmp_path):
 def test_a_named_task_without_data_is_refused_unless_skip_missing(tmp_path, capsys, monkeypatch):
     write_sts(tmp_path, 13, ["FNWN", "headlines", "OnWN"])  # the data root has no trec/ folder
     out = tmp_path / "out"
-    monkeypatch.setattr(transfer, "load_encoder", lambda spec: WordCountEncoder())
+    monkeypatch.setattr(transfer, "load_encoder",
+                        lambda spec, long_sentences: WordCountEncoder())
     args = ["--encoder", "word-count", "--tasks", "STS13,TREC", "--data_dir", str(tmp_path),
             "--out", str(out)]
     with pytest.raises(SystemExit) as exit_info:

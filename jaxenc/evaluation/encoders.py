@@ -7,12 +7,15 @@ Every encoder implements `SentenceEncoder`: a stable `name` (the cache key) and
   several GloVe / word2vec text files or named sources such as glove-6b-50d, merged: the first
   source that has a word wins);
 - `CheckpointEncoder`: the encoder of a `python -m train.main` run directory (its best
-  checkpoint), batched by length buckets with a progress bar;
+  checkpoint), batched by length buckets and a token budget with a progress bar;
 - an export's `jaxenc.encoding.Encoder` (`jaxenc.load`). It and CheckpointEncoder are the one
   encode path of jaxenc.encoding.
 
-`load_encoder("bag:SOURCE[,SOURCE...]" | WORKDIR | EXPORT_DIR)` builds one from a command-line
-string.
+`load_encoder("bag:SOURCE[,SOURCE...]" | WORKDIR | EXPORT_DIR, long_sentences="truncate")` builds
+one from a command-line string. The model encoders take sentences of at most
+`jaxenc.encoding.DEFAULT_MAX_LENGTH` tokens and cut ("truncate", with a warning) or refuse
+("error") longer ones (`long_sentences`, eval.transfer's --long_sentences); the bag of embeddings
+has no limit (its memory is linear in the sentence).
 """
 
 from __future__ import annotations
@@ -115,18 +118,20 @@ class CheckpointEncoder(Encoder):
     """The encoder of a training run directory (its best checkpoint), through the one encode path
     (`jaxenc.encoding.Encoder`): the run's featurizer (vocabulary and lower-case fallback,
     structure fields such as PSAN segments, data.oov="drop", vocabulary expansion with
-    data.expand_vocabulary), its buckets, one jitted function (one compile per bucket length).
-    A sentence left without words encodes to zeros.
+    data.expand_vocabulary), its buckets, one jitted function (one compile per batch shape:
+    `jaxenc.encoding`'s token budget). A sentence left without words encodes to zeros.
 
     Args:
       workdir: a `python -m train.main --workdir` folder with a best checkpoint.
-      batch_size: sentences per batch.
+      batch_size: the most sentences of a batch.
       progress: show a progress bar per `encode` call.
+      long_sentences: "truncate" or "error" for a sentence over `max_length` tokens
+        (`jaxenc.encoding.Encoder`).
     """
 
     def __init__(self, workdir: str | os.PathLike, *, batch_size: int = 128,
-                 progress: bool = True):
-        super().__init__(**workdir_arguments(workdir))
+                 progress: bool = True, long_sentences: str = "truncate"):
+        super().__init__(**workdir_arguments(workdir), long_sentences=long_sentences)
         self.workdir, self.batch_size, self.progress = Path(workdir), batch_size, progress
 
     def encode(self, sentences: Sequence[SentenceLike], batch_size: int | None = None,
@@ -140,10 +145,11 @@ class CheckpointEncoder(Encoder):
             normalize_embeddings=normalize_embeddings)
 
 
-def load_encoder(spec: str) -> SentenceEncoder:
+def load_encoder(spec: str, long_sentences: str = "truncate") -> SentenceEncoder:
     """`bag:SOURCE[,SOURCE...]` (GloVe text files, registered names) -> BagOfEmbeddings; an
     export folder (`python -m jaxenc export`) -> its Encoder; a training run directory ->
-    CheckpointEncoder."""
+    CheckpointEncoder. `long_sentences` ("truncate" or "error") is the model encoders' policy
+    for a sentence over their max_length (module doc)."""
     from jaxenc import exporting
 
     if spec.startswith(BAG_PREFIX):
@@ -154,8 +160,8 @@ def load_encoder(spec: str) -> SentenceEncoder:
                           "bag:path/to/glove.txt or bag:glove-6b-50d, the OUT of python -m "
                           "jaxenc export, or the --workdir of a python -m train.main run)")
     if exporting.is_export(spec):
-        return exporting.load(spec)
-    return CheckpointEncoder(spec)
+        return exporting.load(spec, long_sentences=long_sentences)
+    return CheckpointEncoder(spec, long_sentences=long_sentences)
 
 
 class EmbeddingCache:

@@ -18,7 +18,10 @@ skipped. An STS year lacking some subset files is evaluated on the others and ma
 task that fails (bad data, sentence vectors that are not finite) is reported as failed and the
 others still run; the report is rewritten as each task finishes, and the command exits with
 status 2 naming the failures. Sentence vectors are cached per encoder, task and split (default
-OUT/cache), so a second run only re-fits the classifiers.
+OUT/cache), so a second run only re-fits the classifiers. A model encoder (a run directory or an
+export) batches by a token budget and cuts a sentence over its max_length tokens to its first
+ones with a warning (--long_sentences truncate, the default) or fails the task naming it
+(--long_sentences error): jaxenc/encoding.py.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import numpy as np
 from jaxenc import cli
 from jaxenc.data import paths, registry, sts
 from jaxenc.data.records import Example
+from jaxenc.encoding import LONG_SENTENCES
 from jaxenc.errors import ConfigError, DataError, JaxencError
 from jaxenc.evaluation.encoders import EmbeddingCache, SentenceEncoder, load_encoder
 from jaxenc.evaluation.logreg import (
@@ -226,7 +230,8 @@ def check_data(tasks: Sequence[str], data_root: Path) -> None:
 def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tuple(TASKS),
                  data_dir: str | os.PathLike | None = None,
                  out_dir: str | os.PathLike | None = None, *, seed: int = SEED,
-                 cache_dir: str | os.PathLike | None = None) -> dict:
+                 cache_dir: str | os.PathLike | None = None,
+                 long_sentences: str = "truncate") -> dict:
     """Evaluates `encoder` on `tasks` and, with `out_dir`, writes the report there.
 
     Args:
@@ -238,6 +243,8 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
       out_dir: where results.json, results.md and plots/ go (nothing is written when None).
       seed: the seed of folds, shuffles and initialisations.
       cache_dir: sentence-vector cache; default OUT/cache (no cache without out_dir).
+      long_sentences: with a string `encoder`, "truncate" or "error" for a sentence over the
+        model encoder's max_length tokens (`jaxenc.encoding.Encoder`).
 
     Returns:
       {"encoder": name, "seed": seed, "tasks": {TASK: {"status": "ok", "seconds", "metrics"} or
@@ -247,7 +254,7 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
     """
     names = task_names(tasks)
     if isinstance(encoder, str):
-        encoder = load_encoder(encoder)
+        encoder = load_encoder(encoder, long_sentences=long_sentences)
     data_root = paths.data_dir(data_dir)
     if cache_dir is None and out_dir is not None:
         cache_dir = Path(out_dir) / "cache"
@@ -306,13 +313,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--cache_dir", default=None,
                         help="sentence-vector cache folder (default: OUT/cache)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"seed (default {SEED})")
+    parser.add_argument("--long_sentences", choices=LONG_SENTENCES, default="truncate",
+                        help="a sentence longer than a model encoder's max_length tokens "
+                        "(jaxenc.encoding.DEFAULT_MAX_LENGTH) is cut to its first ones with a "
+                        "warning counting them (truncate, the default) or fails its task, "
+                        "naming it (error); the bag of embeddings has no limit")
     args = parser.parse_args(argv)
     tasks = task_names(list(TASKS) if args.tasks is None else args.tasks)
     if args.tasks is not None and not args.skip_missing:  # before the encoder is loaded
         check_data(tasks, paths.data_dir(args.data_dir))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     results = run_transfer(args.encoder, tasks, args.data_dir, args.out, seed=args.seed,
-                           cache_dir=args.cache_dir)
+                           cache_dir=args.cache_dir, long_sentences=args.long_sentences)
     print(render_markdown(results))
     failed = [f"{task}: {entry['reason']}" for task, entry in results["tasks"].items()
               if entry["status"] == "failed"]
