@@ -10,7 +10,10 @@ _LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class JaxencError(Exception):
-    """Base class of every error the library raises on purpose."""
+    """Base class of every error the library raises on purpose. `exit_status`: what a command
+    exits with when it reports one (2, as argparse and absl report usage errors)."""
+
+    exit_status: int = 2
 
 
 class DataError(JaxencError, ValueError):
@@ -43,3 +46,20 @@ class ConfigError(JaxencError, ValueError):
 
 class NonFiniteError(JaxencError, ArithmeticError):
     """Training produced a loss or gradient norm that is nan or inf (the message names the step)."""
+
+
+class WorkdirInUseError(ConfigError):
+    """Another process is training in the same run directory (the message names its PID)."""
+
+
+class Preempted(JaxencError):
+    """Training stopped on SIGTERM or SIGINT after saving a checkpoint; rerunning resumes it.
+
+    `exit_status` is 128 + the signal number (143 for SIGTERM, 130 for SIGINT), what a shell
+    reports for a process the signal ended, so schedulers and scripts see a stopped job, not a
+    failed one."""
+
+    def __init__(self, message: str, *, step: int, signum: int):
+        super().__init__(message)
+        self.step, self.signum = step, signum
+        self.exit_status = 128 + signum

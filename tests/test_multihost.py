@@ -2,17 +2,19 @@
 jax.distributed (gloo collectives), train through the real command (`python -m train.main
 --config.train.distributed=True`) exactly as one process on 8 devices does: the same losses,
 dev and test metrics and parameters, one set of files written (by process 0), checkpoints that
-one process restores.
+one process restores. SIGTERM to one process stops both at the same step, saved.
 
 The subprocesses are killed if they outlive TIMEOUT (a coordinator that waits for a process that
 died would otherwise hang the suite).
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -48,9 +50,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def launch(workdir: Path, port: int, process_id: int, log: Path) -> subprocess.Popen:
-    """Process `process_id` of 2 of the multi-host run, in its own process group."""
-    flags = [f"--config.{key}={value}" for key, value in OVERRIDES.items()]
+def launch(workdir: Path, port: int, process_id: int, log: Path,
+           **overrides: object) -> subprocess.Popen:
+    """Process `process_id` of 2 of the multi-host run, in its own process group; `overrides`
+    replace values of OVERRIDES."""
+    flags = [f"--config.{key}={value}" for key, value in {**OVERRIDES, **overrides}.items()]
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
            "JAX_PLATFORMS": "cpu", "JAX_COORDINATOR_ADDRESS": f"localhost:{port}",
            NUM_PROCESSES_ENV: "2", PROCESS_ID_ENV: str(process_id)}
@@ -61,9 +65,9 @@ def launch(workdir: Path, port: int, process_id: int, log: Path) -> subprocess.P
             cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def finish(processes: list[subprocess.Popen], logs: list[Path]) -> None:
+def finish(processes: list[subprocess.Popen], logs: list[Path], status: int = 0) -> None:
     """Waits for the processes (TIMEOUT in all), kills every one still running, and fails
-    with their output unless all exited 0."""
+    with their output unless all exited with `status`."""
     try:
         for process in processes:
             process.wait(timeout=TIMEOUT)
@@ -74,7 +78,7 @@ def finish(processes: list[subprocess.Popen], logs: list[Path]) -> None:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-    if any(process.returncode for process in processes):
+    if any(process.returncode != status for process in processes):
         pytest.fail("\n".join(f"process {i} exited {process.returncode}:\n"
                               f"{log.read_text()[-3000:]}"
                               for i, (process, log) in enumerate(zip(processes, logs,
@@ -121,3 +125,27 @@ def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):
     assert "| transformer | synthetic |" in outputs[0]
     assert "| transformer |" not in outputs[1], "only process 0 prints the results"
     assert "process 1 of 2: 4 local of 8 devices" in outputs[1]
+
+
+def test_sigterm_to_one_process_stops_both_at_the_same_saved_step(tmp_path):
+    port, workdir = free_port(), tmp_path / "run"
+    logs = [tmp_path / f"process_{i}.log" for i in range(2)]
+    # long enough that JAX's preemption notice (polled every second) arrives in training, and
+    # no evaluation or periodic checkpoint on the way: the agreed step is saved for itself
+    long = {"train.num_steps": 3000, "train.eval_every": 3000, "checkpoint.every": 3000}
+    processes = [launch(workdir, port, i, log, **long) for i, log in enumerate(logs)]
+    try:
+        metrics = workdir / report.METRICS_FILE
+        while (not metrics.is_file() or len(metrics.read_text().splitlines()) < 3) and \
+                all(process.poll() is None for process in processes):
+            time.sleep(0.05)
+        os.kill(processes[1].pid, signal.SIGTERM)  # after step 3
+    finally:
+        finish(processes, logs, status=143)  # 128 + SIGTERM: stopped, checkpoint saved
+    stopped = [re.findall(r"error: preempted by SIGTERM to a process of this multi-process run "
+                          r"at step (\d+): checkpoint saved in (\S+) \(fix: rerun the same "
+                          r"command to resume\)", log.read_text()) for log in logs]
+    assert len(stopped[0]) == 1 and stopped[0] == stopped[1], stopped
+    step, folder = int(stopped[0][0][0]), Path(stopped[0][0][1])
+    assert 3 <= step < 3000 and folder == workdir.absolute() / checkpointing.LATEST_DIR / str(step)
+    assert integrity.problem(folder) is None and (folder / integrity.MANIFEST_FILE).is_file()

@@ -6,9 +6,13 @@ Layout of a workdir:
                         (`RESUMABLE_KEYS`, a longer `EXTENSIBLE_KEYS`), any other change is
                         refused naming the keys
   vocab.txt             the input vocabulary (+ target_vocab.txt / tags.txt when the task has them)
-  checkpoints/<step>/   periodic: the full TrainState + the loop position (keep the last `keep`)
+  checkpoints/<step>/   periodic: the full TrainState + the loop position (keep the last `keep`);
+                        the position also holds the statistics of the next "train" record so
+                        far and the compiled footprint of each batch shape, so that a resumed
+                        run writes the records and results row of an uninterrupted one
   best/<step>/          the parameters of the `best_k` best dev evaluations
   metrics.jsonl, results.md, curves.png   (jaxenc.training.report)
+  .lock                 held by the process training in the workdir (jaxenc.training.locking)
 
 orbax writes every checkpoint to a temporary folder and renames it when complete, so a run killed
 at any moment leaves only whole checkpoints; the next run resumes from the latest one. Each
@@ -215,6 +219,17 @@ def _describe(error: Exception) -> str:
     return f"{type(error).__name__}: {lines[0][:200]}"
 
 
+class _CheckpointManager(ocp.CheckpointManager):
+    """orbax's manager with JAX's preemption sync point left to the training loop alone. orbax
+    asks it too, also from its thread that finalises a save, with that checkpoint's step,
+    older than the loop's; JAX's service agrees on the step after the last one each process
+    asked about (`jaxenc.training.preemption`), so such a call could set the agreed step behind
+    a process that has passed it. The loop saves when it has reached that step."""
+
+    def reached_preemption(self, step: int) -> bool:
+        return False
+
+
 class Checkpoints:
     """Periodic full-state checkpoints for resuming, and best-k parameter checkpoints by dev metric.
 
@@ -236,11 +251,11 @@ class Checkpoints:
         # Both managers may save the same step at once; in a multi-process run orbax's barriers
         # are named by the step folder, so each manager prefixes its own.
         processes = lambda name: ocp.options.MultiprocessingOptions(barrier_sync_key_prefix=name)
-        self._latest = ocp.CheckpointManager(
+        self._latest = _CheckpointManager(
             workdir / LATEST_DIR, item_names=("state", "position"),
             options=ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                  multiprocessing_options=processes(LATEST_DIR)))
-        self._best = ocp.CheckpointManager(  # handlers named: their metadata is read back
+        self._best = _CheckpointManager(  # handlers named: their metadata is read back
             workdir / BEST_DIR, item_handlers={"params": ocp.StandardCheckpointHandler(),
                                                "dev": ocp.JsonCheckpointHandler()},
             options=ocp.CheckpointManagerOptions(

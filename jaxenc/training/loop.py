@@ -12,7 +12,14 @@ one such training run:
 - saves the full state every `checkpoint.every` steps (0: at every evaluation) and resumes from
   the latest checkpoint in `workdir` automatically: params, optimiser state, step, RNG key and the
   data position (epoch, batch index), so a resumed run continues exactly like an uninterrupted one;
-- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput;
+- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput; a
+  "train" record averages the steps since the previous one, also across a resume (the steps
+  since the last record are saved with each checkpoint);
+- on SIGTERM or SIGINT ends the step in progress, saves a checkpoint at it and raises
+  `Preempted` (`jaxenc.training.preemption`: every process of a multi-process run saves the
+  same step), so that rerunning resumes it;
+- holds `workdir/.lock` while it trains (`jaxenc.training.locking`): a second run on the same
+  workdir fails at once with `WorkdirInUseError` naming the first one's PID;
 - a step whose loss or gradient norm is nan or inf stops the run with one line naming it
   (`train.nonfinite="stop"`: the last good checkpoint stays the latest) or has its update skipped
   (`"skip"`); a dev evaluation that is not finite never becomes a best checkpoint.
@@ -48,8 +55,9 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, NonFiniteError
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
-from jaxenc.training import checkpointing, compilation, measure, report
+from jaxenc.training import checkpointing, compilation, locking, measure, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
+from jaxenc.training.preemption import PreemptionWatch
 from jaxenc.training.sharding import (
     check_batch_size,
     check_examples_per_step,
@@ -98,6 +106,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if config.train.nonfinite not in NONFINITE_POLICIES:
         raise ConfigError(f"train.nonfinite={config.train.nonfinite!r} (fix: set "
                           f"--config.train.nonfinite to one of {', '.join(NONFINITE_POLICIES)})")
+    repeats, dataset = (config.data.get("phrase_repeats", 1),
+                        registry.DATASETS[config.task.dataset].name)
+    if repeats > 1 and dataset not in PHRASE_DATASETS:
+        raise ConfigError(f"data.phrase_repeats={repeats} applies to {', '.join(PHRASE_DATASETS)} "
+                          f"only, not {dataset!r} (fix: leave --config.data.phrase_repeats at 1)")
 
 
 # ----------------------------------------------------------------------------- data
@@ -142,7 +155,7 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
         else:
             train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
                                           config.train.seed, split)
-    splits["train"] = _repeat_phrases(train, info.name, config.data.get("phrase_repeats", 1))
+    splits["train"] = _repeat_phrases(train, config.data.get("phrase_repeats", 1))
     for name, examples in splits.items():
         kept = [e for e in examples if _has_target(e, info.kind)]
         if len(kept) < len(examples):
@@ -155,17 +168,10 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
     return splits
 
 
-def _repeat_phrases(train: list[Example], dataset: str, repeats: int) -> list[Example]:
-    """data.phrase_repeats: SST phrase training's oversampling (sst.repeat_emphasised)."""
-    if repeats < 1:
-        raise ConfigError(f"data.phrase_repeats={repeats} is below 1 (fix: 1 = every phrase "
-                          "once, 3 = DiSAN's oversampling)")
-    if repeats == 1:
-        return train
-    if dataset not in PHRASE_DATASETS:
-        raise ConfigError(f"data.phrase_repeats={repeats} applies to {', '.join(PHRASE_DATASETS)} "
-                          f"only, not {dataset!r} (fix: leave --config.data.phrase_repeats at 1)")
-    return sst.repeat_emphasised(train, repeats)
+def _repeat_phrases(train: list[Example], repeats: int) -> list[Example]:
+    """data.phrase_repeats (at least 1, more for `PHRASE_DATASETS` only: checked by `validate`):
+    SST phrase training's oversampling (sst.repeat_emphasised)."""
+    return train if repeats == 1 else sst.repeat_emphasised(train, repeats)
 
 
 def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
@@ -276,7 +282,11 @@ class Position:
     epoch, batch: where the next training batch comes from; top_scores: the best dev scores so far
     (descending, at most checkpoint.best_k); best_step: the step of the best one;
     evals_since_best: evaluations without improvement; stopped: early stopping fired;
-    train_seconds: training time so far, over all (resumed) runs.
+    train_seconds: training time so far, over all (resumed) runs; window: what the next "train"
+    record averages so far (`_TrainLog.snapshot`), so that a run resumed between two records
+    writes the record an uninterrupted run writes; compiled: {batch shape: the train step's
+    compiled footprint in MiB} over all (resumed) runs, for the results row
+    (`measure.footprints_mib`).
     """
 
     epoch: int = 0
@@ -286,6 +296,8 @@ class Position:
     evals_since_best: int = 0
     stopped: bool = False
     train_seconds: float = 0.0
+    window: dict[str, Any] = dataclasses.field(default_factory=dict)
+    compiled: dict[str, float | None] = dataclasses.field(default_factory=dict)
 
     def record_evaluation(self, step: int, score: float, patience: int, best_k: int) -> bool:
         """Updates the best scores and the early-stopping counter (patience 0: never stops);
@@ -391,17 +403,33 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
 class _TrainLog:
     """Averages the step statistics between log points, measures training throughput
     (evaluation time excluded) and finds the steps whose statistics are not finite; writes
-    "train" records (over the steps not skipped) and updates the progress bar."""
+    "train" records (over the steps not skipped) and updates the progress bar.
+
+    The statistics are fetched from the devices only at the loop's sync points (`nonfinite`) and
+    kept as Python floats, so the window since the last record can be saved with a checkpoint
+    (`snapshot`, into the position) and a resumed run, which starts from the position's window,
+    averages exactly the numbers an uninterrupted run averages."""
 
     def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position):
         self.metrics_log, self.bar, self.position = metrics_log, bar, position
         self.pending: list[tuple[int, dict[str, jax.Array]]] = []  # (step, its statistics)
-        self.checked, self.skipped = 0, set()
-        self.examples = 0.0
+        window = position.window
+        self.stats: list[dict[str, float]] = list(window.get("stats", []))  # of finite steps
+        self.skipped: int = window.get("skipped", 0)
+        self.examples: float = window.get("examples", 0.0)
+        self.seconds: float = window.get("seconds", 0.0)
         self.restart_clock()
 
     def restart_clock(self) -> None:
+        """Leaves the time since the clock last started out of the training time."""
         self.start = time.perf_counter()
+
+    def _tick(self) -> None:
+        """Counts the time since the clock last started as training time, and restarts it."""
+        now = time.perf_counter()
+        self.seconds += now - self.start
+        self.position.train_seconds += now - self.start
+        self.start = now
 
     def add(self, step: int, stats: dict[str, jax.Array], examples: float) -> None:
         self.pending.append((step, stats))
@@ -411,29 +439,39 @@ class _TrainLog:
     def nonfinite(self) -> list[tuple[int, dict[str, float]]]:
         """(step, statistics) of the steps added since the last call whose loss or gradient
         norm is nan or inf; they are left out of the next record. Waits for those steps."""
-        new = jax.device_get(self.pending[self.checked:])
-        self.checked = len(self.pending)
-        bad = [(step, stats) for step, stats in new
-               if not all(np.isfinite(value) for value in stats.values())]
-        self.skipped.update(step for step, _ in bad)
+        fetched, self.pending = jax.device_get(self.pending), []
+        bad = []
+        for step, stats in fetched:
+            stats = {key: float(value) for key, value in stats.items()}
+            if all(math.isfinite(value) for value in stats.values()):
+                self.stats.append(stats)
+            else:
+                bad.append((step, stats))
+        self.skipped += len(bad)
         return bad
 
+    def snapshot(self) -> None:
+        """Stores the window since the last record in the position (before a checkpoint is
+        saved; `nonfinite` has fetched every step added)."""
+        self._tick()
+        self.position.window = {"stats": list(self.stats), "skipped": self.skipped,
+                                "examples": self.examples, "seconds": self.seconds}
+
     def flush(self, step: int) -> None:
-        entries = jax.device_get(self.pending)
-        stats = [values for at, values in entries if at not in self.skipped]
-        seconds = time.perf_counter() - self.start
-        self.position.train_seconds += seconds
+        """Writes the "train" record of `step` over the window (`nonfinite` has fetched every
+        step added) and starts the next window."""
+        self._tick()
         record = {"epoch": self.position.epoch}
-        if len(stats) < len(entries):
-            record["skipped_steps"] = len(entries) - len(stats)
-        if stats:  # else the record holds the count of skipped steps only
-            record.update({key: float(np.mean([s[key] for s in stats])) for key in stats[0]})
-            record["examples_per_second"] = self.examples / max(seconds, 1e-9)
+        if self.skipped:
+            record["skipped_steps"] = self.skipped
+        if self.stats:  # else the record holds the count of skipped steps only
+            record.update({key: float(np.mean([s[key] for s in self.stats]))
+                           for key in self.stats[0]})
+            record["examples_per_second"] = self.examples / max(self.seconds, 1e-9)
             self.bar.set_postfix(loss=f"{record['loss']:.4f}",
                                  ex_per_s=f"{record['examples_per_second']:.0f}")
         self.metrics_log.write(step, "train", record)
-        self.pending, self.checked, self.skipped, self.examples = [], 0, set(), 0.0
-        self.restart_clock()
+        self.stats, self.skipped, self.examples, self.seconds = [], 0, 0.0, 0.0
 
 
 def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
@@ -461,10 +499,10 @@ def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
 
 
 def fit(setup: Setup, state: TrainState, position: Position,
-        checkpoints: checkpointing.Checkpoints
-        ) -> tuple[TrainState, Position, CompiledPerShape]:
+        checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position]:
     """Trains from `state` / `position` to the end (or early stop); returns the final state and
-    position and the jitted train step (its cache holds the shapes it compiled)."""
+    position. On SIGTERM / SIGINT saves a checkpoint after the step in progress and raises
+    `Preempted` (`PreemptionWatch`)."""
     config, mesh, task = setup.config, setup.mesh, setup.task
     train_cfg, batcher = config.train, setup.batchers["train"]
     total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
@@ -479,7 +517,7 @@ def fit(setup: Setup, state: TrainState, position: Position,
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
                     disable=None if train_cfg.progress_bar and jax.process_index() == 0 else True)
     train_log = _TrainLog(metrics_log, bar, position)
-    with contextlib.closing(bar):
+    with PreemptionWatch() as watch, contextlib.closing(bar):
         while step < total_steps and not position.stopped:
             for batch in batcher.epoch(position.epoch, position.batch):
                 state, stats = train_step(state, shard_batch(batch, mesh))
@@ -495,16 +533,41 @@ def fit(setup: Setup, state: TrainState, position: Position,
                     train_log.flush(step)
                 if evaluation:
                     _evaluate_dev(setup, state, step, checkpoints, train_log)
-                if save or position.stopped:
-                    checkpoints.save(state, dataclasses.asdict(position))
+                saved = save or position.stopped
+                if saved:
+                    _save(checkpoints, state, position, train_log, train_step)
+                if watch.reached(step):  # after the step's evaluation and save
+                    if not saved:
+                        _handle_nonfinite(train_log.nonfinite(), train_cfg.nonfinite, checkpoints)
+                        _save(checkpoints, state, position, train_log, train_step)
+                    _stop(checkpoints, watch, step, setup.workdir)
                 if step >= total_steps or position.stopped:
                     break
             else:
                 position.epoch, position.batch = position.epoch + 1, 0
+        checkpoints.wait()  # the last checkpoint is complete before the handlers go
+        if watch.reached(step):  # a signal during that wait or the last step's evaluation
+            _stop(checkpoints, watch, step, setup.workdir)
     if position.stopped:
         log.info("early stopping at step %d: no dev improvement in %d evaluations", step,
                  train_cfg.patience)
-    return state, position, train_step
+    return state, position
+
+
+def _save(checkpoints: checkpointing.Checkpoints, state: TrainState, position: Position,
+          train_log: _TrainLog, train_step: CompiledPerShape) -> None:
+    """Saves a periodic checkpoint: the state, and the position with the window of the next
+    "train" record and the footprints of the shapes compiled so far."""
+    train_log.snapshot()
+    position.compiled.update(measure.footprints_mib(train_step, position.compiled))
+    checkpoints.save(state, dataclasses.asdict(position))
+
+
+def _stop(checkpoints: checkpointing.Checkpoints, watch: PreemptionWatch, step: int,
+          workdir: Path) -> None:
+    """Raises `Preempted` once the checkpoint of `step` is on disk."""
+    checkpoints.wait()
+    raise watch.preempted(step, str(workdir / checkpointing.LATEST_DIR / str(step)))
 
 
 def _evaluate_dev(setup: Setup, state: TrainState, step: int,
@@ -533,14 +596,20 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     model, dataset, parameter counts, steps, what stopped the run ("patience": train.patience
     evaluations without a dev improvement; "cap": the step budget), best step, dev primary
     metric, test metrics (with a generating task's, e.g. BLEU), training seconds, the number of
-    shapes the train step compiled in this process, the XLA compilations of the whole run that
-    the persistent compilation cache (train.compilation_cache) did not serve ("compiles") and
-    those it did ("cache hits"), and "notes" (lines for results.md, e.g. sacrebleu's score).
-    `splits` are the examples when already loaded (`run` shares them with the baselines)."""
+    batch shapes the train step compiled and the largest one's compiled footprint (over all
+    resumed runs: a run resumed at its last step reports what the uninterrupted run did), the
+    XLA compilations of this process that the persistent compilation cache
+    (train.compilation_cache) did not serve ("compiles") and those it did ("cache hits"), and
+    "notes" (lines for results.md, e.g. sacrebleu's score). `splits` are the examples when
+    already loaded (`run` shares them with the baselines). Holds `workdir`'s lock
+    (`locking.hold`) while it trains."""
     workdir = Path(workdir)
-    with (compilation.persistent_cache(config.train.compilation_cache),
+    validate(config)
+    changes = checkpointing.check_compatible(workdir, config)
+    with (locking.hold(workdir),
+          compilation.persistent_cache(config.train.compilation_cache),
           compilation.CompileRecorder() as recorder):
-        row = _train_and_evaluate(config, workdir, mesh, splits)
+        row = _train_and_evaluate(config, workdir, changes, mesh, splits)
     stats = recorder.stats
     log.info("%s: %d XLA compilation(s), %d of them from the persistent cache; %.1f s tracing, "
              "lowering and compiling", config.model.name, stats.compilations, stats.cache_hits,
@@ -549,11 +618,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     return row
 
 
-def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh | None,
+def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
+                        changes: dict[str, tuple[Any, Any]], mesh: Mesh | None,
                         splits: dict[str, list[Example]] | None) -> dict[str, Any]:
-    """`train_and_evaluate` inside its compilation cache."""
-    validate(config)
-    changes = checkpointing.check_compatible(workdir, config)
+    """`train_and_evaluate` inside its lock and compilation cache; `changes`: the config's
+    changes to record (`checkpointing.check_compatible`)."""
     splits = load_splits(config) if splits is None else splits
     setup = prepare(config, workdir, make_mesh() if mesh is None else mesh, splits)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
@@ -571,8 +640,7 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path, mesh: 
             log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
                 f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
-    state, position, train_step = fit(setup, state, position, checkpoints)
-    compiled = len(train_step.executables)
+    state, position = fit(setup, state, position, checkpoints)
 
     checkpoints.wait()
     best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
@@ -598,15 +666,15 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path, mesh: 
         "train s": round(position.train_seconds),
         "encode sent/s": round(measure.encode_sentences_per_second(
             setup.model, best, setup.batchers["test"], setup.mesh)),
-        # nan when nothing trained in this process (a finished run resumed)
-        "train peak MiB": round(measure.train_step_peak_mib(train_step), 1),
-        "compiled shapes": compiled,
+        "train peak MiB": round(measure.peak_mib(position.compiled), 1),
+        "compiled shapes": len(position.compiled),
         "workdir": str(workdir), "notes": notes,
     }
 
 
 def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str, Any]]:
-    """Trains `config` and its baselines; writes results.md and curves.png; returns the rows."""
+    """Trains `config` and its baselines; writes results.md and curves.png; returns the rows.
+    Holds `workdir`'s lock (`locking.hold`) from once the configs are checked."""
     if config.train.distributed:
         initialize_distributed()
     workdir = Path(workdir)
@@ -619,10 +687,11 @@ def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str
     for cfg, path in runs:  # every mistake is reported before the first run starts
         validate(cfg)
         checkpointing.check_compatible(path, cfg)
-    splits = load_splits(config)  # the baselines differ in the model section only
-    rows = [train_and_evaluate(cfg, path, splits=splits) for cfg, path in runs]
-    if jax.process_index() == 0:
-        write_report(workdir, rows)
+    with locking.hold(workdir):
+        splits = load_splits(config)  # the baselines differ in the model section only
+        rows = [train_and_evaluate(cfg, path, splits=splits) for cfg, path in runs]
+        if jax.process_index() == 0:
+            write_report(workdir, rows)
     return rows
 
 

@@ -24,8 +24,10 @@ Flags:
 
 Datasets other than "synthetic" are read from --config.data.data_dir or $JAXENC_DATA_DIR.
 Errors in the config or the data (an unknown key, a value out of range: checked before the
-workdir is made), and a loss that becomes nan or inf (--config.train.nonfinite), are reported in
-one line (exit status 2).
+workdir is made), a loss that becomes nan or inf (--config.train.nonfinite), and a workdir in
+which another run is training are reported in one line (exit status 2). SIGTERM or SIGINT
+(preemption, Ctrl-C) ends the step in progress, saves a checkpoint at it and exits with 143 /
+130 after one line naming the step; rerunning the same command resumes it.
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ def main(argv: list[str]) -> None:
         cli.fail(f"{_one_line(error)} (see --help)")
     from jaxenc.training.validation import check_config
 
-    check_config(config)  # before run() makes the workdir
+    check_config(config)  # before run() makes the workdir; sets "auto" model options
     _quiet_logging()
     import jax  # after flag parsing: --help stays fast
 
@@ -195,7 +197,7 @@ def main(argv: list[str]) -> None:
         return
     workdir = Path(rows[0]["workdir"])
     if config.get("showcase") and config.showcase.export_best:
-        from jaxenc.training.showcase import showcase
+        from jaxenc.showcase import showcase
 
         showcase(rows, workdir, config.showcase.sentences)
     print((workdir / "results.md").read_text())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import math
 import time
+from collections.abc import Iterable, Mapping
 
 import flax.linen as nn
 import jax
@@ -27,16 +28,34 @@ def roles(batch: dict) -> list[str]:
                    if key.endswith("/tokens") and not key.startswith("target/")})
 
 
-def train_step_peak_mib(train_step: CompiledPerShape) -> float:
-    """The largest compiled footprint (arguments + outputs + temporaries - aliased buffers, XLA's
-    memory analysis, per device) of the shapes `train_step` compiled (nan: none, or a backend
-    without memory analysis); read from the kept executables, nothing is compiled again."""
-    analyses = [executable.memory_analysis() for executable in train_step.executables.values()]
-    if not analyses or None in analyses:
+def shape_name(key: tuple) -> str:
+    """A `CompiledPerShape` cache key as text: "name:dtype[dims], ..." of each batch array."""
+    return ", ".join(f"{name}:{dtype}{list(shape)}" for name, shape, dtype in key)
+
+
+def footprints_mib(train_step: CompiledPerShape, known: Iterable[str] = ()
+                   ) -> dict[str, float | None]:
+    """{shape_name: compiled footprint in MiB} of the shapes `train_step` compiled that are not
+    in `known`: arguments + outputs + temporaries - aliased buffers, XLA's memory analysis, per
+    device (None: a backend without memory analysis); read from the kept executables, nothing
+    is compiled again."""
+    known, found = set(known), {}
+    for key, executable in train_step.executables.items():
+        name = shape_name(key)
+        if name not in known:
+            stats = executable.memory_analysis()
+            found[name] = None if stats is None else (
+                stats.argument_size_in_bytes + stats.output_size_in_bytes
+                + stats.temp_size_in_bytes - stats.alias_size_in_bytes) / MIB
+    return found
+
+
+def peak_mib(footprints: Mapping[str, float | None]) -> float:
+    """The largest of `footprints_mib`'s values (nan: none, or one unknown)."""
+    values = list(footprints.values())
+    if not values or None in values:
         return math.nan
-    return max(stats.argument_size_in_bytes + stats.output_size_in_bytes
-               + stats.temp_size_in_bytes - stats.alias_size_in_bytes
-               for stats in analyses) / MIB
+    return max(values)
 
 
 def encode_sentences_per_second(model: nn.Module, params: dict, batcher: Batcher,
