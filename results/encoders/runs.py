@@ -6,7 +6,7 @@ GloVe 6B 50-d vocabulary (`data.embeddings=glove-6b-50d`, fine-tuned), Adam with
 clipping 5 and no L2, batch 64, a dev evaluation every epoch (SST-5: every 1,000 steps) and
 early stopping after `PATIENCE` evaluations without a dev improvement, under a generous cap
 (`TASKS`); the best dev checkpoint is evaluated on test. Family recipes differ only where the
-sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py --sweep`).
+sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py sweep`).
 
   python results/encoders/runs.py sweep [--parallel 2] [--families disan,psan] [--tasks trec]
   python results/encoders/runs.py table [--parallel 2] [--models dt,tree_lstm] [--seeds 0,1,2]
@@ -80,6 +80,10 @@ SWEEP = {
         "post_lr3e-4_scaled_drop0.1": {"optim.learning_rate": 3e-4,
                                        "model.scale_embeddings": True},
         "post_lr3e-4_unscaled": {"optim.learning_rate": 3e-4, "model.dropout_rate": 0.0},
+        "pre_lr1e-3_scaled": {"model.layer_norm": "pre", "model.scale_embeddings": True,
+                              "model.dropout_rate": 0.0},
+        "pre_lr3e-4_scaled": {"model.layer_norm": "pre", "optim.learning_rate": 3e-4,
+                              "model.scale_embeddings": True, "model.dropout_rate": 0.0},
     },
 }
 SWEEP_TASKS = ("trec", "sick_r")
@@ -88,7 +92,8 @@ SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tre
 # family -> task -> the sweep variant with the best dev score (tests/test_results_tables.py
 # checks these against the committed sweep runs)
 RECIPES: dict[str, dict[str, str]] = {
-    "bag": {"trec": "lr3e-3"},
+    "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
+    "disan": {"trec": "lr1e-3_keep0.75"},
     "tree_lstm": {"trec": "lr3e-3"},
 }
 
