@@ -6,7 +6,7 @@ on batches of random projective dependency trees ([root] first; relation ids, le
 computed by the featurizer, bench.common.synthetic_batches, so every model sees the same
 sentences). Reported per model and length:
 train-step ms (forward + backward), encode ms and sentences/s, compiled temp/peak MiB, and the
-ratio to the plain Transformer measured in the same run (issue goal: DT <= 1.2x at length 64).
+ratio to the plain Transformer measured in the same run (goal: DT <= 1.2x at length 64).
 
     python -m bench.bench_dependency --lengths=32,64 --batch=32 --repeats=5
 """

@@ -3,7 +3,7 @@
 For every length, each variant (dense; blocked and directional at each of their block sizes) is
 compiled once as one training step of the encoder: forward + backward of DiSAN (train=True,
 dropout on) and a simple loss, gradients w.r.t. all parameters. "directional" computes only the
-key blocks on the allowed side of each query block (issue 13); "blocked" is the query-block
+key blocks on the allowed side of each query block; "blocked" is the query-block
 kernel that computes every key and masks half away. Reported per variant:
   - temp MiB: XLA's buffer assignment for the compiled step (`memory_analysis()`): activations
     and workspace beside the arguments and outputs; `peak MiB` adds arguments and outputs.
@@ -13,10 +13,10 @@ kernel that computes every key and masks half away. Reported per variant:
     same step; CPU time is less sensitive to a shared machine).
     `vs blk` = the fastest blocked variant's median step time / this one's (same run), where
     blocked is timed with 32 random bits per dropout decision (`dropout_bits`, flax's
-    nn.Dropout): the step as issue 13 found it. The other variants use `--dropout_bits`
-    (default 0, DiSANConfig's default since session 12: the fewest bits that hold the keep
-    probability 0.75 exactly, 2, i.e. sixteen decisions per random word; the `bits` column shows
-    the resolved width); with
+    nn.Dropout), the reference step of the speed goal. The other variants use `--dropout_bits`
+    (default 0, DiSANConfig's default: the fewest bits that hold the keep probability 0.75
+    exactly, 2, i.e. sixteen decisions per random word; the `bits` column shows the resolved
+    width); with
     --blocked_at_default_bits, blocked is also timed with them (`vs blk` still refers to 32).
   - GFLOP: FLOPs of the step counted from its jaxpr, every loop body times its trip count
     (`bench.common.jaxpr_cost`: 2mnk per matmul, 1 per element of an elementwise op, the
@@ -59,7 +59,7 @@ from jaxenc.layers.dropout import AUTO_BITS, resolve_mask_bits
 from jaxenc.models import disan
 
 FLOOR = "no t2t"
-REFERENCE_BITS = 32  # blocked's dropout as the issue found it: one random word per decision
+REFERENCE_BITS = 32  # blocked's reference dropout (flax's): one random word per decision
 KEEP_PROB = 0.75  # DiSAN's on SNLI (disan.md)
 
 
@@ -171,9 +171,9 @@ def main() -> None:
                         help="also time the step without the n^2 attention (module docstring)")
     parser.add_argument("--dropout_bits", type=int, default=AUTO_BITS,
                         help="random bits per dropout decision of every variant but the "
-                             f"reference blocked one ({REFERENCE_BITS}, the step as issue 13 "
-                             f"found it); {AUTO_BITS}: DiSANConfig's default, the fewest that "
-                             f"hold keep_prob {KEEP_PROB} exactly "
+                             f"reference blocked one ({REFERENCE_BITS}, flax's dropout: the "
+                             f"reference of the speed goal); {AUTO_BITS}: DiSANConfig's default, "
+                             f"the fewest that hold keep_prob {KEEP_PROB} exactly "
                              f"({resolve_mask_bits(KEEP_PROB, AUTO_BITS)})")
     parser.add_argument("--blocked_at_default_bits", action="store_true",
                         help="also time blocked with --dropout_bits")

@@ -8,7 +8,7 @@ sentences of 5 words up to the longest SST sentence, so both have SST-like lengt
 - Dependency-Transformer: `relations` (max_distance 2) + `levels`;
 - PhraseTransformer: `dependency_members` (n-gram spans are one fixed layout per bucket);
 "all models" = one sentence through all three (1 / the sum of the per-sentence times).
-The process is pinned to one core. Goal (issue "Syntax structures"): >= 2,000 sentences/s.
+The process is pinned to one core. Goal: >= 2,000 sentences/s.
 """
 
 from __future__ import annotations

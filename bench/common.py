@@ -244,7 +244,8 @@ def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeat
     variant's and inherits that one's state: after DiSAN's dense step (3.8 GiB at batch 64,
     L 64) the next variant's step was 1.3-1.4x slower (bench/bench_disan.py; every XLA:CPU step
     maps and first-touches its temp buffer, e.g. 72k page faults for 283 MiB), which biased any
-    ratio of two variants by the turn order (results/disan/speed.md, "Session 11").
+    ratio of two variants by the turn order (results/disan/speed.md, "A turn-order bias in the
+    timings").
     """
     counter = _compile_events()
     calls_per_timed = 2 if settle else 1

@@ -1,5 +1,5 @@
 """What bench.run's measurements add up to: derived numbers (achieved FLOP/s, the ratios, the
-issue's goals with verdicts), report.md and the plots (throughput.png, memory.png).
+benchmark's goals with verdicts), report.md and the plots (throughput.png, memory.png).
 
 Everything here reads the results dict that bench.run writes as results.json, so a report can be
 remade from a saved run: `python -m bench.report results/bench/cpu/results.json` rewrites
@@ -26,9 +26,9 @@ DT_GOAL = 1.2  # Dependency-Transformer step / plain Transformer step at DT_GOAL
 DT_GOAL_LENGTH = 64
 DISAN_GOALS = ((64, 4.0), (256, 10.0))  # (length, dense / blocked peak memory at least)
 # directional train step (the model's default dropout) at least this many times faster than
-# the blocked step as issue 13 found it (flax's dropout, 32 random bits per decision: variant
-# DISAN_ISSUE_BLOCKED) at these lengths; reports made before session 12 compare with blocked at
-# the default dropout
+# the blocked step with 32-bit dropout masks (flax's dropout, 32 random bits per decision:
+# variant DISAN_BLOCKED_32BIT) at these lengths; a results.json without that variant (a run that
+# did not time it) compares with blocked at the default dropout
 DISAN_SPEED_GOAL, DISAN_SPEED_LENGTHS = 1.7, (64, 128)
 LINEAR_SLOPE = 1.25  # memory ~ L^slope counts as ~linear up to this slope
 
@@ -70,7 +70,7 @@ def axis_label(model: str, field: str, value: str) -> str:
     return f"{model} {field}={value}"
 
 
-DISAN_ISSUE_BLOCKED = f"{axis_label('disan', 'attention_impl', 'blocked')} dropout_bits=32"
+DISAN_BLOCKED_32BIT = f"{axis_label('disan', 'attention_impl', 'blocked')} dropout_bits=32"
 
 
 def _rows(results: Mapping) -> dict[tuple[str, int], dict]:
@@ -218,7 +218,7 @@ def _goal(goal: str, measured: str, verdict: str) -> dict[str, str]:
 
 
 def goals(results: Mapping) -> list[dict[str, str]]:
-    """The issue's goals, each with what was measured and met / not met / not measured."""
+    """The benchmark's goals, each with what was measured and met / not met / not measured."""
     rows, lengths = _rows(results), results["settings"]["lengths"]
     out = []
     axis = results["axes"].get("disan")
@@ -242,9 +242,9 @@ def goals(results: Mapping) -> list[dict[str, str]]:
                 f"temp {_ratio(_temp(dense), _temp(rows[label, length])):.1f}x)",
                 NOT_MEASURED if ratio is None else MET if ratio >= least else NOT_MET))
     if axis and "directional" in axis["choices"] and "blocked" in axis["choices"]:
-        as_found = any(variant == DISAN_ISSUE_BLOCKED for variant, _ in rows)
-        reference = DISAN_ISSUE_BLOCKED if as_found else axis_label("disan", "attention_impl",
-                                                                     "blocked")
+        with_32bit = any(variant == DISAN_BLOCKED_32BIT for variant, _ in rows)
+        reference = DISAN_BLOCKED_32BIT if with_32bit else axis_label("disan", "attention_impl",
+                                                                      "blocked")
         speedups = {length: _ratio(
             _time(rows.get((reference, length))),
             _time(rows.get((axis_label("disan", "attention_impl", "directional"), length))))
@@ -252,7 +252,7 @@ def goals(results: Mapping) -> list[dict[str, str]]:
         measured = {length: ratio for length, ratio in speedups.items() if ratio is not None}
         out.append(_goal(
             f"DiSAN directional: train step >= {DISAN_SPEED_GOAL:g}x blocked's"
-            f"{' as issue 13 found it (32-bit dropout)' if as_found else ''} at L="
+            f"{' with 32-bit dropout masks' if with_32bit else ''} at L="
             f"{', '.join(map(str, DISAN_SPEED_LENGTHS))}",
             "; ".join(f"L={length}: {ratio:.2f}x" for length, ratio in measured.items())
             or "not measured",

@@ -31,8 +31,8 @@ trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in traini
     jitted function's cache; must be 0.
 Variants: every requested model at its preset; every choice of its implementation axis (AXES:
 DiSAN's attention_impl, PSAN's psa_impl, PhraseTransformer's phase2, the Dependency-Transformer
-with and without relations); DiSAN's blocked step as issue 13 found it (flax's dropout, 32 random
-bits per decision: the reference of its speed goal, report.DISAN_ISSUE_BLOCKED); with --dtype
+with and without relations); DiSAN's blocked step with 32-bit dropout masks (flax's dropout, 32
+random bits per decision: the reference of its speed goal, report.DISAN_BLOCKED_32BIT); with --dtype
 bfloat16/both, each model's preset with model.dtype=bfloat16 (parameters f32, compute bf16; a
 model that refuses it is reported); and a plain Transformer of each model's width (the
 per-model reference).
@@ -240,7 +240,7 @@ def plan_variants(models: Sequence[str], dtypes: Sequence[str], widths: Mapping)
                 variants += [Variant(report.axis_label(model, axis.field, value), model,
                                      ((axis.field, value),)) for value in axis.choices]
                 if model == "disan":
-                    variants.append(Variant(report.DISAN_ISSUE_BLOCKED, model,
+                    variants.append(Variant(report.DISAN_BLOCKED_32BIT, model,
                                             (("attention_impl", "blocked"),
                                              ("dropout_bits", 32))))
             preset = Variant(model, model).config(widths)

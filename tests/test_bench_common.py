@@ -1,7 +1,7 @@
 """bench.common.time_in_turns: settled turns time each step as it runs when it repeats.
 
 A fake step is slow only right after a different step (as a DiSAN step right after the dense
-one's 3.8 GiB, results/disan/speed.md "Session 11"); settling must time its repeated cost.
+one's 3.8 GiB, results/disan/speed.md, "A turn-order bias"); settling must time its repeated cost.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_disan_preset_line_is_the_kernel_the_model_computes(length, monkeypatch)
 
 def _speed_results(times_ms: dict[str, float]) -> dict:
     """A results dict with DiSAN rows at L=64 and 128: `times_ms` maps an attention_impl label
-    (or report.DISAN_ISSUE_BLOCKED) to its train step time, the same at both lengths."""
+    (or report.DISAN_BLOCKED_32BIT) to its train step time, the same at both lengths."""
     rows = [dict(variant=label, length=length,
                  train=dict(wall_s=ms / 1e3, peak_mib=100.0, temp_mib=50.0, recompiles=0))
             for label, ms in times_ms.items() for length in (64, 128)]
@@ -113,20 +113,20 @@ def _speed_goal(results: dict) -> dict:
     return goal
 
 
-def test_disan_speed_goal_compares_with_blocked_as_the_issue_found_it():
+def test_disan_speed_goal_compares_with_blocked_at_32bit_dropout():
     """The plan times DiSAN's blocked step with 32-bit dropout beside the axis; the goal row
     takes it as the reference, and falls back to blocked at the default dropout without it."""
     plan = run.plan_variants(["disan"], ("float32",), {})
-    [found] = [variant for variant in plan.variants if variant.label == report.DISAN_ISSUE_BLOCKED]
+    [found] = [variant for variant in plan.variants if variant.label == report.DISAN_BLOCKED_32BIT]
     config = found.config({})
     assert (config.attention_impl, config.dropout_bits) == ("blocked", 32)
     label = lambda impl: report.axis_label("disan", "attention_impl", impl)
     times = {label("dense"): 2000.0, label("blocked"): 900.0, label("directional"): 500.0}
-    goal = _speed_goal(_speed_results({**times, report.DISAN_ISSUE_BLOCKED: 1000.0}))
-    assert "as issue 13 found it" in goal["goal"]
+    goal = _speed_goal(_speed_results({**times, report.DISAN_BLOCKED_32BIT: 1000.0}))
+    assert "with 32-bit dropout masks" in goal["goal"]
     assert goal["measured"] == "L=64: 2.00x; L=128: 2.00x" and goal["verdict"] == report.MET
     goal = _speed_goal(_speed_results(times))
-    assert "as issue 13 found it" not in goal["goal"]
+    assert "with 32-bit dropout masks" not in goal["goal"]
     assert goal["measured"] == "L=64: 1.80x; L=128: 1.80x" and goal["verdict"] == report.MET
-    goal = _speed_goal(_speed_results({**times, report.DISAN_ISSUE_BLOCKED: 800.0}))
+    goal = _speed_goal(_speed_results({**times, report.DISAN_BLOCKED_32BIT: 800.0}))
     assert goal["verdict"] == report.NOT_MET

@@ -55,7 +55,7 @@ def test_32_bits_is_flax_dropout_bit_for_bit():
 
 def test_dropout_dense_at_32_bits_keeps_the_random_stream_of_nn_dropout():
     """Same module path ("Dropout_0") as the nn.Dropout DropoutDense used before: runs with
-    dropout_bits=32 reproduce the numbers of earlier sessions."""
+    dropout_bits=32 reproduce the numbers of runs made with nn.Dropout."""
 
     class Before(nn.Module):
         @nn.compact

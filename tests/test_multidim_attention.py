@@ -195,7 +195,7 @@ def test_blocked_memory_is_far_below_dense():
     assert temp["blocked"] * 8 <= temp["dense"], temp
 
 
-# ---- the directional kernel: only the key blocks on the allowed side (issue 13) ----------------
+# ---- the directional kernel: only the key blocks on the allowed side --------------------------
 
 @pytest.mark.parametrize("num_blocks", range(1, 8))
 @pytest.mark.parametrize("triangle", ["lower", "upper"])

@@ -1,4 +1,4 @@
-"""The attention-core refactor (issue 14) changed no number: outputs of the bag, the Transformer,
+"""The attention-core refactor changed no number: outputs of the bag, the Transformer,
 DiSAN (dense and blocked) and the seq2seq decoder equal those the code produced before it.
 
 tests/data/pinned_encoders.npz was written by the code at commit 2b6e5cc (the last commit before
@@ -55,7 +55,7 @@ def test_encoder_outputs_equal_the_pinned_ones(name):
 
 
 def test_directional_disan_equals_the_pinned_outputs():
-    """The directional kernel (issue 13, after the pinning) computes the same DiSAN: blocks of 5
+    """The directional kernel (written after the pinning) computes the same DiSAN: blocks of 5
     of the 12 tokens, 3 blocks (a lone middle step) and a partial last one."""
     name = "disan_dense"
     encoder = build_encoder(base.model_config("disan", embed_dim=8, hidden=6, keep_prob=0.8,

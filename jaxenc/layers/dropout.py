@@ -1,4 +1,4 @@
-"""Inverted dropout whose keep/drop decisions can share random words (issue 13, DiSAN speed).
+"""Inverted dropout whose keep/drop decisions can share random words (a faster DiSAN step).
 
 flax's `nn.Dropout` draws one 32-bit threefry word per element. On a CPU that generator is a
 large share of a training step: at batch 64, 64 tokens, d 300, DiSAN's 14.7M dropout decisions

@@ -17,7 +17,7 @@ Three implementations of the same function (`impl`):
   When the scores are bounded (scaled tanh: |f| < c) the exponentials need no max-subtraction, so
   one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. Any mask; it computes all n^2
   scores and masks away those the mask removes.
-- "directional" (issue 13): for a DirectionalMask whose keys all lie on one side of the query
+- "directional": for a DirectionalMask whose keys all lie on one side of the query
   (forward, backward, causal) and a bounded score, keys are blocked too and query block b meets
   only the key blocks on its allowed side, the partially masked diagonal block included:
   (nb + 1) / (2 nb) of the scores for nb blocks, where "blocked" computes them all and masks half

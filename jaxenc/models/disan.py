@@ -63,9 +63,9 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
     # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
     # (2 for 0.75: sixteen decisions per 32-bit threefry word; 8 for SST's 0.7, rounded to
     # 179/256 = 0.6992); the DiSAN train step at batch 64, 64 tokens, d 300 is ~1.25x faster
-    # on a CPU than with one word per decision (results/disan/speed.md). 8: every run of
-    # sessions 10-11 (their results reproduce with it); 32: flax's nn.Dropout, one word per
-    # decision, as every run before session 10.
+    # on a CPU than with one word per decision (results/disan/speed.md). 8: the default from
+    # commit cf25ab5 to c76d7d3 (results made then reproduce with it); 32: flax's nn.Dropout,
+    # one word per decision, as every run before commit cf25ab5.
     dropout_bits: int = AUTO_BITS
 
     def validate(self) -> None:

@@ -65,7 +65,7 @@ case $tier in
   psan_table4)  # PSAN's Table 4 ablations on TREC (the paper's SNLI is not available here)
     for s in $SEEDS; do for m in ${MODELS:-psan_level1 psan_level2 psan_level3 psan_no_psa psan_equal psan_concat psan_no_both}; do
        add $m trec $s; done; done ;;
-  dt)  # issue 15's rows: DT_full vs the plain Transformer vs Tree-LSTM on SICK-E, SST-2 and MRPC
+  dt)  # DT_full vs the plain Transformer vs Tree-LSTM on SICK-E, SST-2 and MRPC
     for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt dt_plain transformer tree_lstm}; do
        add $m $t $s; done; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer

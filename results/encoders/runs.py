@@ -112,10 +112,13 @@ def command(model: str, task: str, seed: int, overrides: dict) -> list[str]:
             *(f"--config.{key}={value}" for key, value in flags.items())]
 
 
-def sweep_plan(families: list[str], tasks: list[str]) -> dict[str, list[str]]:
+def sweep_plan(families: list[str], tasks: list[str],
+               variants: list[str] | None = None) -> dict[str, list[str]]:
+    """The sweep's runs of `families` on `tasks` (only the named `variants`, when given)."""
     return {f"sweep_{family}_{task}_{variant}": command(SWEEP_MODEL[family], task, 0, overrides)
             for task in tasks for family in families
-            for variant, overrides in SWEEP[family].items()}
+            for variant, overrides in SWEEP[family].items()
+            if not variants or variant in variants}
 
 
 def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[str, list[str]]:
@@ -176,6 +179,7 @@ def main() -> None:
     parser.add_argument("stage", choices=("sweep", "table", "collect", "list"))
     parser.add_argument("what", nargs="?", default="sweep", help="list: sweep or table")
     parser.add_argument("--families", default=",".join(SWEEP), help="sweep: families")
+    parser.add_argument("--variants", default="", help="sweep: only these variants")
     parser.add_argument("--models", default=",".join(MODELS), help="table: model keys")
     parser.add_argument("--tasks", default="", help="default: the sweep's or the table's")
     parser.add_argument("--seeds", default="0,1,2", help="table: seeds")
@@ -187,7 +191,8 @@ def main() -> None:
     stage = args.what if args.stage == "list" else args.stage
     if stage == "sweep":
         plan = sweep_plan(args.families.split(","),
-                          args.tasks.split(",") if args.tasks else list(SWEEP_TASKS))
+                          args.tasks.split(",") if args.tasks else list(SWEEP_TASKS),
+                          args.variants.split(",") if args.variants else None)
     else:
         plan = table_plan(args.models.split(","),
                           args.tasks.split(",") if args.tasks else ["trec", "sick_r", "sick_e",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runs behind results/phrase_transformer/README.md (issue "PhraseTransformer"):
+# The runs behind results/phrase_transformer/README.md:
 #   pos       UD English-EWT XPOS tagging, the paper's Table 2 setup (train/configs/phrase_transformer_pos.py:
 #             d 300, 6 heads, 2 layers, Adam 5e-4, 10 epochs, patience 3): k=2 with its Transformer twin,
 #             then k=3, linear k=2 and semantic (gold UD dependency hypernodes) k=2 alone (`:solo`)
