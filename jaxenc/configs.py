@@ -23,10 +23,18 @@ Sections:
   train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
               log_every, seed, patience (evaluations without improvement, 0 = off),
               progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
-              nonfinite (a step whose loss or gradient norm is nan/inf: "stop" the run, or
-              "skip" its update), samples (seq2seq: greedy outputs of this many dev examples
-              at each evaluation), compilation_cache (JAX's persistent compilation cache folder,
-              default under the user's cache directory; "" = off)
+              nonfinite (a step whose loss or gradient norm is nan/inf, or whose loss is above
+              divergence_bound: "stop" the run, or "skip" its update), divergence_bound (a
+              training loss above it is a diverged run, 0 = no bound; default 1e4: every
+              task's loss is a mean cross-entropy or KL divergence in nats, about ln(number of
+              classes or vocabulary size) < 15 at initialisation and falling, so a loss of 1e4
+              means the gold class's log-probability is -1e4, logits 1e4 apart, which no
+              converging run reaches, while a diverging one passes it on its way to inf (adam
+              at learning rate 1e6: 7e18). Only the loss is bounded: the gradient norm before
+              clipping can legitimately be large early in training), samples (seq2seq: greedy
+              outputs of this many dev examples at each evaluation), compilation_cache (JAX's
+              persistent compilation cache folder, default under the user's cache directory;
+              "" = off)
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
   showcase    export_best (after training, export the model with the best dev score to
               workdir/export), sentences (encoded with it and the other models; pairs compared)
@@ -140,6 +148,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
         progress_bar=True, distributed=False, nonfinite="stop",
+        divergence_bound=1e4,  # a training loss above it stops (or skips) the step; 0 = none
         samples=3,  # seq2seq: greedy outputs of this many dev examples at each evaluation
         # JAX's persistent compilation cache folder ("" = off): reruns and resumes compile nothing
         compilation_cache=default_cache_dir()))

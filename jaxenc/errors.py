@@ -48,6 +48,16 @@ class NonFiniteError(JaxencError, ArithmeticError):
     """Training produced a loss or gradient norm that is nan or inf (the message names the step)."""
 
 
+class DivergedError(NonFiniteError):
+    """Training produced a finite loss beyond train.divergence_bound (the message names the step);
+    a NonFiniteError, so that what handles a diverged run handles both."""
+
+
+class WriteError(JaxencError, OSError):
+    """A file of a run could not be written (a read-only folder, a full disk): the message names
+    the path, the operating system's reason and the fix."""
+
+
 class WorkdirInUseError(ConfigError):
     """Another process is training in the same run directory (the message names its PID)."""
 

@@ -1,7 +1,11 @@
 """Kill -9 in the middle of training, restart: the run continues exactly as if never killed. A
-resumed run may change only what cannot change its results (recorded in config.json), and its
-metrics.jsonl holds one record per step."""
+resumed run may change only what cannot change its results (recorded in config.json), must train
+on the data it was trained on, and its metrics.jsonl holds one record per step. A write the
+system refuses (read-only, full disk) is one line and leaves the previous checkpoints intact."""
 
+import dataclasses
+import errno
+import io
 import json
 import logging
 import os
@@ -16,7 +20,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from jaxenc.errors import ConfigError, DataError
+from jaxenc.errors import ConfigError, DataError, WriteError
 from jaxenc.training import checkpointing, loop, report
 from train.configs import base
 
@@ -197,3 +201,133 @@ def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_p
     message = str(error.value)
     assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
     assert best.is_dir()  # reading a run renames nothing
+
+
+# ----------------------------------------------------------------------------- data identity
+
+
+def _moved(splits: dict, root: str) -> dict:
+    """The same examples as if read from another folder (their uids name it)."""
+    return {name: [dataclasses.replace(e, uid=f"{root}/{e.uid}") for e in examples]
+            for name, examples in splits.items()}
+
+
+def test_the_same_data_at_another_path_resumes(finished, tmp_path, caplog):
+    workdir = _copy(finished, tmp_path)
+    recorded = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
+    assert set(recorded[checkpointing.DATA_KEY]) == {"train", "dev", "test"}
+    config = _tiny_config()
+    config.data.data_dir = "/elsewhere"
+    splits = _moved(loop.load_splits(config), "/elsewhere")
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.train_and_evaluate(config, workdir, splits=splits)
+    assert "resuming from step 30" in caplog.text
+    saved = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
+    assert saved[checkpointing.DATA_KEY] == recorded[checkpointing.DATA_KEY]
+    assert saved[checkpointing.HISTORY_KEY][0]["changed"] == {
+        "data.data_dir": [_tiny_config().data.data_dir, "/elsewhere"]}
+
+
+def test_other_data_is_refused_in_one_line_naming_the_split(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    before = (workdir / checkpointing.CONFIG_FILE).read_text()
+    splits = loop.load_splits(_tiny_config())
+    recorded = json.loads(before)[checkpointing.DATA_KEY]["train"]
+    splits["train"] = splits["train"][:-1]
+    with pytest.raises(ConfigError) as error:
+        loop.train_and_evaluate(_tiny_config(), workdir, splits=splits)
+    message = str(error.value)
+    now = checkpointing.split_identity(splits["train"])
+    assert message.startswith(
+        f"--workdir {workdir} was trained on other train data ({recorded['examples']} examples, "
+        f"sha256 {recorded['sha256'][:12]}; now {now['examples']} examples, "
+        f"sha256 {now['sha256'][:12]}) (fix: use a new --workdir, or point "
+        "--config.data.data_dir at the data it was trained on)")
+    assert "\n" not in message and "dev data" not in message
+    assert (workdir / checkpointing.CONFIG_FILE).read_text() == before
+
+
+def test_a_run_without_a_data_record_resumes_and_records_it(finished, tmp_path, caplog):
+    workdir = _copy(finished, tmp_path)
+    path = workdir / checkpointing.CONFIG_FILE
+    saved = json.loads(path.read_text())
+    recorded = saved.pop(checkpointing.DATA_KEY)
+    path.write_text(json.dumps(saved))
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.run(_tiny_config(), workdir)
+    assert "has no record of the data it was trained on" in caplog.text
+    assert "resuming from step 30" in caplog.text
+    assert json.loads(path.read_text())[checkpointing.DATA_KEY] == recorded
+
+
+# ----------------------------------------------------------------------------- refused writes
+
+
+def test_a_read_only_workdir_is_one_line_naming_the_file(finished, tmp_path, monkeypatch):
+    workdir = _copy(finished, tmp_path)  # root ignores file modes: the refusal is simulated
+    real_open = os.open
+
+    def refuse(path, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(WriteError) as error:
+        loop.run(_tiny_config(num_steps=40), workdir)
+    assert str(error.value) == (f"cannot write {workdir.absolute() / '.lock'}: Permission denied "
+                                "(fix: make it writable, or pass a writable --workdir)")
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "results.md", "config.json"])
+def test_a_refused_write_of_a_run_file_is_one_line_naming_it(tmp_path, monkeypatch, name):
+    workdir = tmp_path / "run"
+    real_open = io.open
+
+    def full(file, *args, **kwargs):
+        if Path(str(file)).name in (name, f".{name}.tmp-{os.getpid()}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", full)
+    with pytest.raises(WriteError) as error:
+        loop.run(_tiny_config(), workdir)
+    assert str(error.value) == (f"cannot write {workdir / name}: No space left on device (fix: "
+                                "free disk space there, or pass a --workdir on a disk with room)")
+
+
+@pytest.mark.parametrize("raised", ["tensorstore", "OSError"])
+def test_a_full_disk_during_a_checkpoint_keeps_the_previous_ones(finished, tmp_path, monkeypatch,
+                                                                 caplog, raised):
+    workdir = tmp_path / "run"
+    real_save = checkpointing._CheckpointManager.save
+
+    def full(self, step, *args, **kwargs):
+        folder = Path(str(self.directory))
+        if folder.name == "checkpoints" and step == 20:  # as orbax leaves it: a temporary folder
+            (folder / "20.orbax-checkpoint-tmp-1" / "state").mkdir(parents=True)
+            if raised == "OSError":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            raise ValueError("RESOURCE_EXHAUSTED: Error writing \"params/0\" in OCDBT database: "
+                             "Failed to write 27429 bytes to file 15: No space left on device "
+                             "[os_error_code='28']")
+        return real_save(self, step, *args, **kwargs)
+
+    monkeypatch.setattr(checkpointing._CheckpointManager, "save", full)
+    with pytest.raises(WriteError) as error:
+        loop.run(_tiny_config(), workdir)
+    assert str(error.value) == (
+        f"cannot write {workdir.absolute() / 'checkpoints' / '20'}: No space left on device; "
+        "checkpoint 20 not saved, newest complete checkpoint there: step 10 (fix: free disk "
+        "space there, or pass a --workdir on a disk with room)")
+    assert _checkpointed_steps(workdir) == [10]
+    monkeypatch.undo()
+
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.run(_tiny_config(), workdir)  # space freed: resumes from the intact checkpoint
+    assert "resuming from step 10" in caplog.text
+    assert not any(".orbax-checkpoint-tmp" in p.name for p in (workdir / "checkpoints").iterdir())
+    assert _checkpointed_steps(workdir) == [10, 20, 30]
+    got, expected = _train_records(workdir), _train_records(finished)
+    np.testing.assert_allclose([got[s] for s in sorted(got)],
+                               [expected[s] for s in sorted(expected)], rtol=1e-6)

@@ -23,7 +23,7 @@ from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.encoding import Encoder
-from jaxenc.errors import ConfigError, DataError, NonFiniteError
+from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
 from jaxenc.models.registry import build_encoder
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
@@ -323,9 +323,30 @@ def _diverging_config(nonfinite: str) -> ml_collections.ConfigDict:
     """A tiny run whose SGD step size makes the loss nan after a step or two."""
     config = tiny_config()
     config.optim.update(dict(name="sgd", learning_rate=1e10, clip_norm=0.0, weight_decay=0.0))
-    config.train.update(dict(num_steps=12, eval_every=6, log_every=1, nonfinite=nonfinite))
+    config.train.update(dict(num_steps=12, eval_every=6, log_every=1, nonfinite=nonfinite,
+                             divergence_bound=0.0))  # no bound: the loss goes on to nan
     config.checkpoint.every = 1
     return config
+
+
+def test_a_diverging_loss_stops_the_run_at_the_bound_naming_the_step(tmp_path):
+    config = tiny_config()
+    config.optim.update(dict(learning_rate=1e6, clip_norm=0.0))  # adam: finite, huge losses
+    config.train.log_every = 1
+    config.checkpoint.every = 1
+    with pytest.raises(DivergedError) as error:
+        loop.run(config, tmp_path)
+    message = str(error.value)
+    found = re.match(r"step (\d+): training loss (\S+), gradient norm (\S+): the loss is above "
+                     r"--config.train.divergence_bound=10000, the run diverged; stopped, the "
+                     r"latest checkpoint \(step (\d+)\) is the last good one \(fix: ", message)
+    assert found and "\n" not in message, message
+    step, loss, latest = int(found.group(1)), float(found.group(2)), int(found.group(4))
+    assert 1e4 < loss < float("inf") and latest == step - 1
+    records = report.read_metrics(tmp_path / report.METRICS_FILE, "train")
+    assert [r["step"] for r in records] == list(range(1, step))
+    assert all(r["loss"] <= 1e4 for r in records)
+    assert isinstance(error.value, NonFiniteError)
 
 
 def test_a_nan_loss_stops_the_run_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path):

@@ -25,6 +25,7 @@ from pathlib import Path
 import jax
 
 from jaxenc.errors import WorkdirInUseError
+from jaxenc.files import writing
 
 LOCK_FILE = ".lock"
 
@@ -40,7 +41,8 @@ def lock_path(workdir: str | os.PathLike) -> Path:
 @contextlib.contextmanager
 def hold(workdir: str | os.PathLike) -> Iterator[None]:
     """Holds `workdir`'s lock (creating the folder) for the block; WorkdirInUseError, at once,
-    when another process holds it."""
+    when another process holds it; WriteError when the folder or the lock file cannot be
+    written (read-only, full)."""
     path = lock_path(workdir)
     if path in _held:
         _held[path] += 1
@@ -49,8 +51,9 @@ def hold(workdir: str | os.PathLike) -> Iterator[None]:
         finally:
             _held[path] -= 1
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -59,8 +62,9 @@ def hold(workdir: str | os.PathLike) -> Iterator[None]:
                 f"--workdir {path.parent} is in use by {_holder(path)} (fix: wait for that run "
                 "to finish or stop it, or pass another --workdir)") from None
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        os.ftruncate(descriptor, 0)
-        os.write(descriptor, f"{os.getpid()} {socket.gethostname()} {started}\n".encode())
+        with writing(path):
+            os.ftruncate(descriptor, 0)
+            os.write(descriptor, f"{os.getpid()} {socket.gethostname()} {started}\n".encode())
         _held[path] = 1
         try:
             yield

@@ -5,6 +5,10 @@
 one results table and one curves plot for all of them. `train_and_evaluate(config, workdir)` is
 one such training run:
 
+- refuses to resume on other data than the run was trained on: config.json records each split's
+  example count and content hash (`checkpointing.data_identity`), compared on resume (the same
+  data at another data.data_dir resumes; a run that predates the record resumes uncompared and
+  records it);
 - evaluates on dev every `train.eval_every` steps (0: once per epoch) and at the end, keeps the
   `checkpoint.best_k` best parameter sets by the task's primary metric, stops after
   `train.patience` evaluations without improvement (0: never), then evaluates the best parameters
@@ -20,9 +24,12 @@ one such training run:
   same step), so that rerunning resumes it;
 - holds `workdir/.lock` while it trains (`jaxenc.training.locking`): a second run on the same
   workdir fails at once with `WorkdirInUseError` naming the first one's PID;
-- a step whose loss or gradient norm is nan or inf stops the run with one line naming it
-  (`train.nonfinite="stop"`: the last good checkpoint stays the latest) or has its update skipped
-  (`"skip"`); a dev evaluation that is not finite never becomes a best checkpoint.
+- a step whose loss or gradient norm is nan or inf, or whose loss is above
+  `train.divergence_bound` (a diverged run: jaxenc.configs), stops the run with one line naming
+  it (`train.nonfinite="stop"`: the last good checkpoint stays the latest) or has its update
+  skipped (`"skip"`); a dev evaluation that is not finite never becomes a best checkpoint;
+- a write the operating system refuses (a read-only workdir, a full disk) stops the run with one
+  line naming the path (`jaxenc.errors.WriteError`); the checkpoints before it stay intact.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +59,8 @@ from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabular
 from jaxenc.data.packing import PackingConfig
 from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError, DataError, NonFiniteError
+from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
+from jaxenc.files import writing
 from jaxenc.models import registry as models
 from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
 from jaxenc.training import checkpointing, compilation, locking, measure, report
@@ -337,9 +345,12 @@ class Setup:
 
 
 def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
-            splits: dict[str, list[Example]]) -> Setup:
+            splits: dict[str, list[Example]],
+            identity: Mapping[str, Mapping[str, Any]] | None = None) -> Setup:
     """Featurizes `splits` (from `load_splits`), builds the model, initialises the state (step 0)
-    and writes config.json and the vocabularies into `workdir` unless a previous run did."""
+    and writes config.json (with the splits' data identity: `identity` when the caller computed
+    it, `checkpointing.data_identity`) and the vocabularies into `workdir` unless a previous run
+    did."""
     data_cfg, seed = config.data, config.train.seed
     for batch_size in (data_cfg.batch_size, data_cfg.eval_batch_size):
         check_batch_size(batch_size, mesh)
@@ -381,11 +392,13 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     tx = build_optimizer(config.optim, params, data_cfg.freeze_embeddings)
     state = create_train_state(params, tx, seed, replicated(mesh))
     if jax.process_index() == 0 and not (workdir / checkpointing.CONFIG_FILE).is_file():
-        checkpointing.save_run_files(workdir, config, vocabularies)
-        if tags is not None:
-            (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
-        if relation_vocab is not None:
-            relation_vocab.save(workdir / RELATIONS_FILE)
+        checkpointing.save_run_files(workdir, config, vocabularies, identity if identity is not None
+                                     else checkpointing.data_identity(splits))
+        with writing(workdir):
+            if tags is not None:
+                (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
+            if relation_vocab is not None:
+                relation_vocab.save(workdir / RELATIONS_FILE)
     total, outside = count_params(params)
     summary = (f"{config.model.name} on {info.name} ({info.kind}): "
                f"{'/'.join(str(len(splits[s])) for s in ('train', 'dev', 'test'))} "
@@ -402,16 +415,18 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
 
 class _TrainLog:
     """Averages the step statistics between log points, measures training throughput
-    (evaluation time excluded) and finds the steps whose statistics are not finite; writes
+    (evaluation time excluded) and finds the bad steps (statistics not finite, or a loss above
+    `bound`, the train.divergence_bound; 0: no bound); writes
     "train" records (over the steps not skipped) and updates the progress bar.
 
-    The statistics are fetched from the devices only at the loop's sync points (`nonfinite`) and
+    The statistics are fetched from the devices only at the loop's sync points (`bad_steps`) and
     kept as Python floats, so the window since the last record can be saved with a checkpoint
     (`snapshot`, into the position) and a resumed run, which starts from the position's window,
     averages exactly the numbers an uninterrupted run averages."""
 
-    def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position):
-        self.metrics_log, self.bar, self.position = metrics_log, bar, position
+    def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position,
+                 bound: float = 0.0):
+        self.metrics_log, self.bar, self.position, self.bound = metrics_log, bar, position, bound
         self.pending: list[tuple[int, dict[str, jax.Array]]] = []  # (step, its statistics)
         window = position.window
         self.stats: list[dict[str, float]] = list(window.get("stats", []))  # of finite steps
@@ -436,14 +451,16 @@ class _TrainLog:
         self.examples += examples
         self.bar.update(1)
 
-    def nonfinite(self) -> list[tuple[int, dict[str, float]]]:
+    def bad_steps(self) -> list[tuple[int, dict[str, float]]]:
         """(step, statistics) of the steps added since the last call whose loss or gradient
-        norm is nan or inf; they are left out of the next record. Waits for those steps."""
+        norm is nan or inf or whose loss is above the bound; they are left out of the next
+        record. Waits for those steps."""
         fetched, self.pending = jax.device_get(self.pending), []
         bad = []
         for step, stats in fetched:
             stats = {key: float(value) for key, value in stats.items()}
-            if all(math.isfinite(value) for value in stats.values()):
+            if all(math.isfinite(value) for value in stats.values()) and not diverged(
+                    stats["loss"], self.bound):
                 self.stats.append(stats)
             else:
                 bad.append((step, stats))
@@ -452,13 +469,13 @@ class _TrainLog:
 
     def snapshot(self) -> None:
         """Stores the window since the last record in the position (before a checkpoint is
-        saved; `nonfinite` has fetched every step added)."""
+        saved; `bad_steps` has fetched every step added)."""
         self._tick()
         self.position.window = {"stats": list(self.stats), "skipped": self.skipped,
                                 "examples": self.examples, "seconds": self.seconds}
 
     def flush(self, step: int) -> None:
-        """Writes the "train" record of `step` over the window (`nonfinite` has fetched every
+        """Writes the "train" record of `step` over the window (`bad_steps` has fetched every
         step added) and starts the next window."""
         self._tick()
         record = {"epoch": self.position.epoch}
@@ -474,28 +491,40 @@ class _TrainLog:
         self.stats, self.skipped, self.examples, self.seconds = [], 0, 0.0, 0.0
 
 
-def _handle_nonfinite(bad: list[tuple[int, dict[str, float]]], policy: str,
+def diverged(loss: float, bound: float) -> bool:
+    """Whether a finite training `loss` is above train.divergence_bound `bound` (0: no bound)."""
+    return 0 < bound < loss
+
+
+def _handle_bad_steps(bad: list[tuple[int, dict[str, float]]], policy: str, bound: float,
                       checkpoints: checkpointing.Checkpoints) -> None:
-    """Steps whose loss or gradient norm is not finite: logged when `policy` is "skip" (the
-    train step kept the state), else NonFiniteError naming the first, once the checkpoints
-    written before it are on disk (none is written after it)."""
+    """Steps whose loss or gradient norm is not finite, or whose loss is above `bound`: logged
+    when `policy` is "skip" (the train step kept the state), else NonFiniteError (DivergedError
+    for a finite loss above the bound) naming the first, once the checkpoints written before it
+    are on disk (none is written after it)."""
     if not bad:
         return
     if policy == "skip":
         steps = [step for step, _ in bad]
         log.warning("skipped the updates of %d step(s) whose loss or gradient norm is not finite "
-                    "(train.nonfinite=skip): %s", len(steps), ", ".join(map(str, steps)))
+                    "or whose loss is above train.divergence_bound=%g (train.nonfinite=skip): %s",
+                    len(steps), bound, ", ".join(map(str, steps)))
         return
     step, stats = bad[0]
     checkpoints.wait()
     latest = checkpoints.latest_step()
     kept = (f"the latest checkpoint (step {latest}) is the last good one" if latest is not None
             else "no checkpoint was saved before it")
-    raise NonFiniteError(
-        f"step {step}: training loss {stats['loss']}, gradient norm {stats['grad_norm']}; "
-        f"stopped, {kept} (fix: lower --config.optim.learning_rate or set "
-        "--config.optim.clip_norm, check the data and word vectors for nan/inf, or rerun with "
-        "--config.train.nonfinite=skip to skip such steps)")
+    values = f"step {step}: training loss {stats['loss']}, gradient norm {stats['grad_norm']}"
+    fix = ("lower --config.optim.learning_rate or set --config.optim.clip_norm, check the data "
+           "and word vectors for nan/inf, or rerun with --config.train.nonfinite=skip to skip "
+           "such steps")
+    if all(math.isfinite(value) for value in stats.values()):
+        raise DivergedError(
+            f"{values}: the loss is above --config.train.divergence_bound={bound:g}, the run "
+            f"diverged; stopped, {kept} (fix: {fix}; a larger bound, or 0 for none, if such "
+            "a loss is expected)")
+    raise NonFiniteError(f"{values}; stopped, {kept} (fix: {fix})")
 
 
 def fit(setup: Setup, state: TrainState, position: Position,
@@ -508,15 +537,16 @@ def fit(setup: Setup, state: TrainState, position: Position,
     total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
     eval_every = train_cfg.eval_every or batcher.num_batches
     checkpoint_every = config.checkpoint.every or eval_every
+    bound = train_cfg.divergence_bound
     train_step = make_train_step(setup.model, task, setup.tx, mesh,
-                                 skip_nonfinite=train_cfg.nonfinite == "skip")
+                                 skip_nonfinite=train_cfg.nonfinite == "skip", loss_bound=bound)
     metrics_log = metrics_file(setup.workdir)
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
                     desc=f"{config.model.name}/{setup.info.name}",
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
                     disable=None if train_cfg.progress_bar and jax.process_index() == 0 else True)
-    train_log = _TrainLog(metrics_log, bar, position)
+    train_log = _TrainLog(metrics_log, bar, position, bound)
     with PreemptionWatch() as watch, contextlib.closing(bar):
         while step < total_steps and not position.stopped:
             for batch in batcher.epoch(position.epoch, position.batch):
@@ -527,8 +557,9 @@ def fit(setup: Setup, state: TrainState, position: Position,
                 record = step % train_cfg.log_every == 0 or last
                 evaluation = step % eval_every == 0 or last
                 save = step % checkpoint_every == 0 or last
-                if record or evaluation or save:  # nothing non-finite may reach them
-                    _handle_nonfinite(train_log.nonfinite(), train_cfg.nonfinite, checkpoints)
+                if record or evaluation or save:  # nothing non-finite or diverged may reach them
+                    _handle_bad_steps(train_log.bad_steps(), train_cfg.nonfinite, bound,
+                                      checkpoints)
                 if record:
                     train_log.flush(step)
                 if evaluation:
@@ -538,7 +569,8 @@ def fit(setup: Setup, state: TrainState, position: Position,
                     _save(checkpoints, state, position, train_log, train_step)
                 if watch.reached(step):  # after the step's evaluation and save
                     if not saved:
-                        _handle_nonfinite(train_log.nonfinite(), train_cfg.nonfinite, checkpoints)
+                        _handle_bad_steps(train_log.bad_steps(), train_cfg.nonfinite, bound,
+                                          checkpoints)
                         _save(checkpoints, state, position, train_log, train_step)
                     _stop(checkpoints, watch, step, setup.workdir)
                 if step >= total_steps or position.stopped:
@@ -624,7 +656,9 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     """`train_and_evaluate` inside its lock and compilation cache; `changes`: the config's
     changes to record (`checkpointing.check_compatible`)."""
     splits = load_splits(config) if splits is None else splits
-    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh, splits)
+    identity = checkpointing.data_identity(splits)
+    data_recorded = checkpointing.check_data(workdir, identity)
+    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh, splits, identity)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
                                             config.checkpoint.best_k)
     state, position = setup.state, Position()
@@ -635,6 +669,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
                  position.batch)
     metrics_file(workdir).drop_after(int(state.step))
     if jax.process_index() == 0:
+        if not data_recorded:
+            checkpointing.record_data(workdir, identity)
         if changes:
             checkpointing.record_changes(workdir, config, changes)
             log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(

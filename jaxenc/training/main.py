@@ -24,8 +24,10 @@ Flags:
 
 Datasets other than "synthetic" are read from --config.data.data_dir or $JAXENC_DATA_DIR.
 Errors in the config or the data (an unknown key, a value out of range: checked before the
-workdir is made), a loss that becomes nan or inf (--config.train.nonfinite), and a workdir in
-which another run is training are reported in one line (exit status 2). SIGTERM or SIGINT
+workdir is made), a loss that becomes nan or inf or passes --config.train.divergence_bound
+(--config.train.nonfinite), a resume on other data than the run's, a workdir in which another
+run is training, and a write the system refuses (read-only workdir, full disk) are reported in
+one line (exit status 2). SIGTERM or SIGINT
 (preemption, Ctrl-C) ends the step in progress, saves a checkpoint at it and exits with 143 /
 130 after one line naming the step; rerunning the same command resumes it.
 """
@@ -164,9 +166,20 @@ def _parse_flags(argv: list[str]) -> list[str]:
         cli.fail(f"{_one_line(error)} (see --help)")
 
 
+class _ReportedWriteErrors(logging.Filter):
+    """Drops orbax's own records (with tracebacks) of a write the operating system refused: the
+    job reports it in one line (`jaxenc.errors.WriteError`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return "os_error_code=" not in f"{record.getMessage()} {error}"
+
+
 def _quiet_logging() -> None:
-    """Library INFO chatter (JAX, orbax) off; jaxenc's own progress lines as plain text."""
+    """Library INFO chatter (JAX, orbax) off, and orbax's reports of refused writes (reported
+    in one line); jaxenc's own progress lines as plain text."""
     absl_logging.set_verbosity(absl_logging.WARNING)
+    logging.getLogger("absl").addFilter(_ReportedWriteErrors())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     ours = logging.getLogger("jaxenc")

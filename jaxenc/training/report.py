@@ -1,4 +1,5 @@
-"""What a run leaves behind for people: metrics.jsonl, a markdown results table, a curves PNG."""
+"""What a run leaves behind for people: metrics.jsonl, a markdown results table, a curves PNG.
+A write the operating system refuses (read-only, full disk) is a one-line WriteError."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from jaxenc.errors import DataError
-from jaxenc.files import write_text_atomic
+from jaxenc.files import write_text_atomic, writing
 
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
@@ -29,13 +30,14 @@ class MetricsLog:
     def __init__(self, path: str | os.PathLike, enabled: bool = True):
         self.path, self.enabled = Path(path), enabled
         if enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with writing(self.path.parent):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, step: int, split: str, metrics: Mapping[str, Any]) -> None:
         if not self.enabled:
             return
         record = {"step": int(step), "split": split, **{k: _plain(v) for k, v in metrics.items()}}
-        with self.path.open("a") as file:
+        with writing(self.path), self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
 
     def drop_after(self, step: int) -> None:
@@ -100,7 +102,7 @@ def write_results(workdir: str | os.PathLike, title: str, rows: Sequence[Mapping
                   notes: Sequence[str] = ()) -> str:
     """Writes workdir/results.md (title, table, notes) and returns its text."""
     text = "\n\n".join([f"# {title}", markdown_table(rows), *notes]) + "\n"
-    (Path(workdir) / RESULTS_FILE).write_text(text)
+    write_text_atomic(Path(workdir) / RESULTS_FILE, text)
     return text
 
 
@@ -127,4 +129,6 @@ def curves_figure(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str) 
 def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str,
                 path: str | os.PathLike) -> None:
     """Writes `curves_figure(runs, metric)` as a PNG to `path`."""
-    curves_figure(runs, metric).savefig(path, dpi=100)
+    figure = curves_figure(runs, metric)
+    with writing(path):
+        figure.savefig(path, dpi=100)

@@ -46,11 +46,13 @@ class CompiledPerShape:
 
 
 def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformation,
-                    mesh: Mesh, skip_nonfinite: bool = False) -> CompiledPerShape:
+                    mesh: Mesh, skip_nonfinite: bool = False,
+                    loss_bound: float = 0.0) -> CompiledPerShape:
     """(state, batch) -> (next state, {"loss", "grad_norm"}); dropout key fold_in(rng, step).
 
-    With `skip_nonfinite`, a step whose loss or gradient norm is nan or inf keeps the params and
-    optimiser state it was given (only the step counter advances)."""
+    With `skip_nonfinite`, a step whose loss or gradient norm is nan or inf, or whose loss is
+    above `loss_bound` (train.divergence_bound; 0: no bound), keeps the params and optimiser
+    state it was given (only the step counter advances)."""
 
     def train_step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         dropout_key = jax.random.fold_in(state.rng, state.step)
@@ -65,8 +67,10 @@ def make_train_step(model: nn.Module, task: Task, tx: optax.GradientTransformati
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         if skip_nonfinite:
-            finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
-            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
+            good = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+            if loss_bound > 0:
+                good &= loss <= loss_bound
+            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(good, n, o), new, old)
             params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
         next_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
         return next_state, {"loss": loss, "grad_norm": grad_norm}

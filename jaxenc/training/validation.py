@@ -102,6 +102,8 @@ RULES: dict[str, Rule] = {
     "train.seed": NON_NEGATIVE_INT,
     "train.patience": count("no early stopping"),
     "train.samples": count("no samples"),
+    "train.divergence_bound": Rule(lambda v: _is_real(v) and v >= 0,
+                                   "must be a number >= 0 (0: no bound)"),
     "checkpoint.every": count("at every evaluation"),
     "checkpoint.keep": POSITIVE_INT,
     "checkpoint.best_k": POSITIVE_INT,
