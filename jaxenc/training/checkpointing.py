@@ -120,9 +120,9 @@ def saved_config(workdir: str | os.PathLike) -> dict | None:
 def _model_defaults(config: Mapping) -> dict[str, Any]:
     """{"model.FIELD": default} of the model `config` (plain values) names: an option added to
     the model after a run was saved may resume at its default. For most such options that is
-    what the model computed before; `dropout_bits` (added in commit cf25ab5) is not: a DiSAN or PSAN run saved
-    before it resumes with the default's narrower dropout masks (the same dropout in
-    distribution, another random stream) unless the config says model.dropout_bits=32."""
+    what the model computed before; `dropout_bits` (added in commit cf25ab5) is not: a DiSAN or
+    PSAN run saved before it resumes with the default's narrower dropout masks (the same dropout
+    in distribution, another random stream) unless the config says model.dropout_bits=32."""
     name = config.get("model", {}).get("name")
     try:
         defaults = encoder_spec(name).config().to_dict()
