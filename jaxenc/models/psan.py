@@ -89,8 +89,8 @@ class PSANConfig(EncoderConfig):
     activation: str = "elu"
     keep_prob: float = 0.5
     # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
-    # (2 for 0.5: fewer random words on a CPU, as DiSANConfig.dropout_bits); 8: the runs of
-    # sessions 10-11; 32: flax's nn.Dropout, as runs before session 10.
+    # (2 for 0.5: fewer random words on a CPU, as DiSANConfig.dropout_bits); 8: the default
+    # from commit cf25ab5 to c76d7d3; 32: flax's nn.Dropout, as every run before commit cf25ab5.
     dropout_bits: int = AUTO_BITS
     psa_impl: str = "packed"
     block_size: int = 16
