@@ -94,7 +94,7 @@ SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tre
 RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "disan": {"trec": "lr1e-3_keep0.75"},
-    "tree_lstm": {"trec": "lr3e-3"},
+    "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
 }
 
 
