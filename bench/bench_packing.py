@@ -5,8 +5,11 @@
 SST training trees (8544, gold, binarised; psan.segments: 3 levels, min split length 4), batches
 of 64 in buckets of 8 tokens, shuffled (seed 0). Attention elements per batch, summed over the 3
 levels, relative to DiSAN's dense 2 B L^2 (forward and backward [L, L] masks, L = the bucket):
-- packed: sum over the plan arrays int32[G, N, L_c] of G N L_c^2 (the static shapes the device
-  computes: the planned capacities, or the bound ones for a batch that falls back);
+- packed: sum over the plan arrays int32[G, N, L_c] of G N L_c^2 (the plan's static shapes: the
+  planned capacities, or the bound ones for a batch that falls back);
+- tiles: what PSAN's packed attention computes on those shapes, G (T + 1 + P) tile^2 per level
+  (jaxenc.layers.packing.tile_schedule with --tile positions per tile: T tiles and an empty one
+  attend themselves, P pairs of tiles of one long phrase attend each other);
 - per-batch classes: each phrase padded to its class length, sum L_c^2 (what dynamic shapes would
   cost: the floor of any static capacity policy);
 - data bound: sum of l^2 over the phrases (the "exact" floor);
@@ -29,8 +32,9 @@ import numpy as np
 from bench.common import one_core
 from jaxenc import cli
 from jaxenc.data.batching import Batcher, bucket_lengths
-from jaxenc.data.packing import PackingConfig
+from jaxenc.data.packing import PackingConfig, level_prefix
 from jaxenc.data.paths import data_dir
+from jaxenc.layers.packing import tile_schedule
 from jaxenc.structures import psan
 from jaxenc.structures.formats import read_bracketed
 
@@ -47,6 +51,18 @@ def packed_elements(batch: dict[str, np.ndarray]) -> int:
     """Attention elements of the batch's plan: sum of G N L_c^2 over its arrays."""
     return sum(value.shape[0] * value.shape[1] * value.shape[2] ** 2
                for key, value in batch.items() if key.startswith(f"{ROLE}/pack_t"))
+
+
+def tile_elements(batch: dict[str, np.ndarray], tile: int) -> int:
+    """Score elements per feature of PSAN's tiled attention over the batch's plan, all levels."""
+    total = 0
+    for level in range(1, batch[f"{ROLE}/blocks"].shape[1] + 1):
+        plan = sorted((value for key, value in batch.items()
+                       if key.startswith(f"{ROLE}/{level_prefix(level)}")),
+                      key=lambda index: index.shape[-1])
+        schedule = tile_schedule(tuple(index.shape[1:] for index in plan), tile)
+        total += plan[0].shape[0] * (schedule.num_tiles + len(schedule.query_tiles)) * tile ** 2
+    return total
 
 
 def data_elements(blocks: np.ndarray, lengths: np.ndarray) -> tuple[int, int, int]:
@@ -66,19 +82,21 @@ def plan_shapes(batch: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
 
 
 def measure(features: list[dict], config: PackingConfig, *, batch_size: int, max_length: int,
-            bucket_step: int, later: int) -> dict:
+            bucket_step: int, later: int, tile: int) -> dict:
     """One row of the table: ratios over the planned epochs, fallbacks in the `later` epochs
     after them, and the host plan rate (sentences/s on the calling thread)."""
     buckets = bucket_lengths(max_length, bucket_step)
     source = Batcher(features, batch_size=batch_size, buckets=buckets, shuffle=True, seed=0,
                      packing=config)
-    totals = dict.fromkeys(("dense", "packed", "bound", "classes", "longest", "arrays"), 0)
+    totals = dict.fromkeys(("dense", "packed", "tiles", "bound", "classes", "longest", "arrays"),
+                           0)
     for epoch in range(config.epochs):
         for batch in source.epoch(epoch):
             blocks = batch[f"{ROLE}/blocks"]
             bound, classes, longest = data_elements(blocks, config.class_lengths(blocks.shape[2]))
             totals["dense"] += 2 * batch_size * blocks.shape[2] ** 2
             totals["packed"] += packed_elements(batch)
+            totals["tiles"] += tile_elements(batch, tile)
             totals["bound"] += bound
             totals["classes"] += classes
             totals["longest"] += longest
@@ -116,11 +134,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="packing groups G (data shards)")
     parser.add_argument("--later", type=int, default=10,
                         help="epochs after the planned ones checked for fallbacks")
+    parser.add_argument("--tile", type=int, default=4,
+                        help="positions per tile of PSAN's packed attention (packed_tile)")
     parser.add_argument("--out", type=Path, default=None, help="also write the markdown here")
     args = parser.parse_args(argv)
     logging.getLogger("jaxenc.data.packing").setLevel(logging.ERROR)  # fallbacks are counted
     features = sst_features(data_dir(args.data_dir))
-    columns = ["scheme", "capacity", "G", "packed / dense", "per-batch classes / dense",
+    columns = ["scheme", "capacity", "G", "packed / dense", f"tiles of {args.tile} / dense",
+               "per-batch classes / dense",
                "fallback batches (next epochs)", "plan arrays per level", "plan sent./s"]
     rows, results, floors = [], [], None
     for scheme in args.schemes:
@@ -130,14 +151,15 @@ def main(argv: list[str] | None = None) -> None:
                 with one_core():
                     result = measure(features, PackingConfig(scheme, capacity, groups, epochs),
                                      batch_size=args.batch_size, max_length=args.max_length,
-                                     bucket_step=args.bucket_step, later=args.later)
+                                     bucket_step=args.bucket_step, later=args.later,
+                                     tile=args.tile)
                 floors = floors or result
                 name = f"planned, E={epochs}" if capacity == "planned" else "bound"
                 fallbacks = result["fallbacks"] if capacity == "planned" else "-"
                 results.append((f"{scheme}, {name}, G={groups}", result))
                 rows.append([scheme, name, str(groups), f"{result['packed']:.3f}",
-                             f"{result['classes']:.3f}", fallbacks, f"{result['arrays']:.1f}",
-                             f"{result['rate']:,.0f}"])
+                             f"{result['tiles']:.3f}", f"{result['classes']:.3f}", fallbacks,
+                             f"{result['arrays']:.1f}", f"{result['rate']:,.0f}"])
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     table += ["| " + " | ".join(row) + " |" for row in rows]
     below = [name for name, result in results if result["packed"] < 1]
@@ -149,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         f"binarised, 3 levels; batches of {args.batch_size}, buckets of {args.bucket_step} up to "
         f"{args.max_length}, shuffled, seed 0). Attention elements per batch summed over the 3 "
         "levels, divided by DiSAN's dense 2 B L^2 (L = bucket length), over the batches of the "
-        "planned epochs E. `packed`: the static plan shapes the device computes, sum of G N L_c^2; "
+        "planned epochs E. `packed`: the static plan shapes, sum of G N L_c^2; `tiles`: what "
+        f"PSAN's packed attention computes on them in tiles of {args.tile} positions, "
+        "G (T + 1 + P) tile^2 per level; "
         "`per-batch classes`: each phrase padded to its class length (what per-batch dynamic "
         "shapes would cost, the floor of any static capacity); fallback batches: batches of the "
         f"{args.later} epochs after E that did not fit the planned capacities and got the bound "

@@ -1,26 +1,51 @@
-"""PSAN's Table 5 comparison on TREC: peak train-step memory (compiled memory analysis) and step
-time of PSAN (packed, dense and streaming phrase attention), DiSAN (dense and blocked) and the
-multi-head Transformer, 300-d sentence vectors each, on the SAME real TREC batch and bucket,
-measured side by side in one run; plus the data's own bound sum_t sum_p l_p^2 / (2 L^2).
+"""PSAN's phrase attention side by side, two measurements (`--mode`).
 
-TREC questions get phrase trees from the `spacy-constituency` parser (cached in --cache_dir).
-The batch is the training batch of the chosen bucket with the most tokens (batch 64, TREC's
-longest questions pad to 40): the paper's numbers (PSAN 1192 MB, DiSAN 2943 MB, multi-head 1508
-MB) are GPU process peaks of whole training runs, so only the ratios compare.
+table5 (the default): Table 5's comparison on TREC: peak train-step memory (compiled memory
+analysis) and step time of PSAN (packed, dense and streaming phrase attention), DiSAN (dense and
+blocked) and the multi-head Transformer, 300-d sentence vectors each, on the SAME real TREC batch
+and bucket, measured side by side in one run; plus the data's own bound sum_t sum_p l_p^2 /
+(2 L^2). TREC questions get phrase trees from the `spacy-constituency` parser (cached in
+--cache_dir). The batch is the training batch of the chosen bucket with the most tokens (batch
+64, TREC's longest questions pad to 40): the paper's numbers (PSAN 1192 MB, DiSAN 2943 MB,
+multi-head 1508 MB) are GPU process peaks of whole training runs, so only the ratios compare.
+
+compile: for each bucket length L of --lengths, PSAN's train step (forward and backward, as
+bench/run.py times it) compiled for every phrase-attention form of --variants on a batch of
+--batch full-length synthetic sentences with random trees (the real featurizer and batcher, so
+the packed form gets the planned packing plan of that batch): seconds to lower and compile
+(median of --rounds, the forms compiled in turns so that load drifts on a shared machine hit
+all alike, caches cleared before each), and the compiled peak memory (XLA memory analysis:
+arguments + outputs + temp - aliased), each with its ratio to the dense form's; with --steps,
+also the median train-step time (forms timed in turns). A markdown table at the end (--out
+writes it too).
 
     python -m bench.bench_psan --bucket 24 --batch 64
+    python -m bench.bench_psan --mode compile --lengths 16,64,128 --batch 64
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import statistics
+from pathlib import Path
 
 import jax
 import numpy as np
 
-from bench.common import memory_mib, phrase_data_bound, time_in_turns, train_step
+from bench.common import (
+    compile_timed,
+    memory_mib,
+    parse_ints,
+    phrase_data_bound,
+    synthetic_batches,
+    time_in_turns,
+    train_function,
+    train_step,
+)
 from jaxenc import cli
+from jaxenc.configs import model_config
 from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer
@@ -39,6 +64,12 @@ MODELS = {  # label -> (model, overrides): 300-d sentence vectors each (Table 5)
     "DiSAN blocked": ("disan", dict(hidden=150, attention_impl="blocked")),
     "Transformer": ("transformer", {}),
 }
+COMPILE_VARIANTS = {  # --variants name -> PSAN overrides of the compile mode
+    "dense": dict(psa_impl="dense"),
+    "packed": dict(psa_impl="packed"),
+    "packed-chunk1": dict(psa_impl="packed", packed_chunk=1),
+    "streaming": dict(psa_impl="streaming"),
+}
 
 
 def trec_batch(model_cfg, examples, vocab, args) -> dict[str, np.ndarray]:
@@ -55,16 +86,8 @@ def trec_batch(model_cfg, examples, vocab, args) -> dict[str, np.ndarray]:
     return sentence_fields(max(batches, key=lambda b: b["sentence/lengths"].sum()), "sentence")
 
 
-@cli.reports_errors
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bucket", type=int, default=24, help="bucket length (tokens)")
-    parser.add_argument("--batch", type=int, default=64, help="sentences per batch")
-    parser.add_argument("--repeats", type=int, default=3, help="timed repeats per model")
-    parser.add_argument("--data_dir", default=None, help="shared/data ($JAXENC_DATA_DIR)")
-    parser.add_argument("--cache_dir", default="/tmp/jaxenc_parse_cache",
-                        help="spaCy parse cache")
-    args = parser.parse_args()
+def table5(args: argparse.Namespace) -> None:
+    """Table 5's TREC comparison (module docstring), printed."""
     examples = registry.load("trec", "train", data_dir=str(data_dir(args.data_dir)))
     vocab = Vocabulary.build(e.sentences[0].tokens for e in examples)
     steps, batches = {}, {}
@@ -87,6 +110,118 @@ def main() -> None:
         temp, peak = memory_mib(compiled)
         print(f"{label:>22} {temp:9.1f} {peak:9.1f} {peak / dense_peak:13.2f} "
               f"{1e3 * timings[label][0]:8.1f}")
+
+
+def compile_length(length: int, args: argparse.Namespace) -> list[dict]:
+    """One row per form of --variants at bucket length `length` (module docstring)."""
+    prepared, data = {}, {}
+    for name in args.variants:
+        model_cfg = model_config("psan", **COMPILE_VARIANTS[name])
+        packed = model_cfg.psa_impl == "packed"
+        if packed not in data:
+            data[packed] = synthetic_batches(model_cfg, length, args.batch, 1, seed=args.seed)
+        (batch,), vocab_size = data[packed]
+        encoder = build_encoder(model_cfg, vocab_size)
+        init = functools.partial(encoder.init, train=False)
+        prepared[name] = (encoder, init, jax.eval_shape(init, jax.random.key(0), batch), batch)
+    seconds, compiled = {name: [] for name in args.variants}, {}
+    for _ in range(args.rounds):
+        for name, (encoder, _, abstract, batch) in prepared.items():
+            jax.clear_caches()
+            compiled[name], spent = compile_timed(train_function(encoder), abstract, batch,
+                                                  jax.random.key(1))
+            seconds[name].append(spent)
+    timings = {}
+    if args.steps:
+        steps = {}
+        for name, (_, init, _, batch) in prepared.items():
+            arguments = (jax.jit(init)(jax.random.key(0), batch), batch, jax.random.key(1))
+            steps[name] = (compiled[name], arguments)
+        timings = time_in_turns(steps, args.steps)
+    rows = []
+    for name, (_, _, _, batch) in prepared.items():
+        temp, peak = memory_mib(compiled[name])
+        rows.append(dict(length=length, variant=name, compile_s=statistics.median(seconds[name]),
+                         temp_mib=temp, peak_mib=peak,
+                         step_s=timings[name].wall if name in timings else None,
+                         plan_arrays=sum(key.startswith("pack_t") for key in batch)))
+    return rows
+
+
+def compile_table(rows: list[dict], args: argparse.Namespace) -> str:
+    """The markdown report of `compile_length`'s rows, ratios to the dense form per length."""
+    dense = {row["length"]: row for row in rows if row["variant"] == "dense"}
+
+    def ratio(row: dict, key: str) -> str:
+        reference = dense.get(row["length"])
+        if reference is None or row[key] is None:
+            return "-"
+        return f"{row[key] / reference[key]:.2f}x"
+
+    timed = args.steps > 0
+    columns = ["L", "form", "compile s", "/ dense", "peak MiB", "/ dense", "temp MiB",
+               *(["step ms", "/ dense"] if timed else []), "plan arrays"]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        cells = [str(row["length"]), row["variant"], f"{row['compile_s']:.1f}",
+                 ratio(row, "compile_s"), f"{row['peak_mib']:,.0f}", ratio(row, "peak_mib"),
+                 f"{row['temp_mib']:,.0f}"]
+        if timed:
+            cells += [f"{1e3 * row['step_s']:,.0f}", ratio(row, "step_s")]
+        cells.append(str(row["plan_arrays"]) if row["plan_arrays"] else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join([
+        "# PSAN train-step compile time and memory by phrase-attention form",
+        "",
+        f"Made by `python -m bench.bench_psan --mode compile --lengths "
+        f"{','.join(map(str, args.lengths))} --batch {args.batch} --rounds {args.rounds}"
+        f"{f' --steps {args.steps}' if timed else ''}` on {jax.default_backend()} "
+        f"({jax.device_count()} device(s)). Compile: seconds to lower and compile the train step "
+        f"(forward and backward), median of {args.rounds} compiled in turns; peak: compiled "
+        "memory analysis, arguments + outputs + temp - aliased. packed: the default "
+        "(packed_chunk 0, packed_tile 4); packed-chunk1: the CPU loop setting. Plan arrays: the "
+        "packing plan's class arrays over the levels.",
+        "",
+        *lines,
+        "",
+    ])
+
+
+@cli.reports_errors
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("table5", "compile"), default="table5",
+                        help="table5: the TREC comparison; compile: compile time and memory "
+                             "by phrase-attention form over --lengths")
+    parser.add_argument("--bucket", type=int, default=24, help="table5: bucket length (tokens)")
+    parser.add_argument("--batch", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--repeats", type=int, default=3, help="table5: timed repeats per model")
+    parser.add_argument("--data_dir", default=None, help="table5: shared/data ($JAXENC_DATA_DIR)")
+    parser.add_argument("--cache_dir", default="/tmp/jaxenc_parse_cache",
+                        help="table5: spaCy parse cache")
+    parser.add_argument("--lengths", type=parse_ints, default=[16, 64, 128],
+                        help="compile: bucket lengths, e.g. 16,64,128")
+    parser.add_argument("--variants", nargs="+", choices=tuple(COMPILE_VARIANTS),
+                        default=list(COMPILE_VARIANTS),
+                        help="compile: phrase-attention forms (ratios need dense)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="compile: compilations per form, taken in turns (median)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="compile: timed train steps per form (0: no timing; runs the "
+                             "dense step, several GiB at L 128)")
+    parser.add_argument("--seed", type=int, default=0, help="compile: synthetic data seed")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="compile: also write the markdown table here")
+    args = parser.parse_args(argv)
+    if args.mode == "table5":
+        table5(args)
+        return
+    rows = [row for length in args.lengths for row in compile_length(length, args)]
+    text = compile_table(rows, args)
+    print(text)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

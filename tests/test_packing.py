@@ -1,6 +1,8 @@
 """Phrase packing: the host plan (jaxenc.data.packing) against numpy loops, its capacities on every
-SST and TREC batch, and the device gather / scatter (jaxenc.layers.packing) against a loop over
-phrases and against the dense same-phrase [L, L] mask."""
+SST and TREC batch, the device gather / scatter (jaxenc.layers.packing) against a loop over
+phrases and against the dense same-phrase [L, L] mask, and the tiled phrase attention: its tile
+layout, values and gradients against the dense mask, a trace that does not grow with the classes,
+and no traffic between devices."""
 
 import collections
 import functools
@@ -15,8 +17,16 @@ from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, bucket_lengths, sentence_fields
 from jaxenc.data.packing import PackingConfig, level_prefix, pack, worst_capacities
 from jaxenc.errors import ConfigError, ParserUnavailableError
-from jaxenc.layers.masks import masked_mean, masked_softmax
-from jaxenc.layers.packing import apply_packed, gather_phrases, level_plan, scatter_phrases
+from jaxenc.layers.masks import SegmentMask, masked_mean, masked_softmax
+from jaxenc.layers.multidim_attention import multidim_token2token
+from jaxenc.layers.packing import (
+    apply_packed,
+    gather_phrases,
+    level_plan,
+    scatter_phrases,
+    tile_schedule,
+)
+from jaxenc.layers.packing import phrase_attention as tiled_attention
 from jaxenc.structures import arrays, psan
 from jaxenc.structures.formats import read_bracketed
 from jaxenc.training.sharding import make_mesh, shard_batch
@@ -473,3 +483,167 @@ def test_groups_and_devices_give_the_same_result():
         placed = shard_batch({**sharded, "x": np.asarray(x)}, mesh)
         result = packed_attention(placed.pop("x"), sentence_fields(placed, "sentence"))
         np.testing.assert_allclose(result, expected, rtol=1e-6, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- device: tiles
+
+TILE_SHAPES = ((3, 1), (5, 2), (2, 3), (4, 4), (2, 5), (3, 9), (1, 12))  # (N_c, L_c)
+
+
+def test_tile_schedule_places_every_slot_once():
+    """Every position of a slot longer than one lies in exactly one tile position, in order; a
+    short slot stays within one tile, a long one fills whole tiles of its own; `same` pairs the
+    positions of one slot (not a position with itself); the other pairs are exactly the ordered
+    pairs of distinct tiles of one slot."""
+    tile = 4
+    schedule = tile_schedule(TILE_SHAPES, tile)
+    slots = np.repeat(np.arange(sum(count for count, _ in TILE_SHAPES)),
+                      np.repeat([length for _, length in TILE_SHAPES],
+                                [count for count, _ in TILE_SHAPES]))
+    lengths = np.repeat([length for _, length in TILE_SHAPES],
+                        [count * length for count, length in TILE_SHAPES])  # per plan column
+    positions = schedule.positions
+    assert positions.shape == (schedule.num_tiles, tile) and np.all(positions[-1] == -1)
+    placed = positions[positions >= 0]
+    np.testing.assert_array_equal(np.sort(placed), np.flatnonzero(lengths > 1))
+    tiles_of_slot = collections.defaultdict(set)
+    for number, row in enumerate(positions):
+        real = row[row >= 0]
+        assert np.all(row[len(real):] == -1)  # a tile's positions first, then -1
+        for position in real:
+            tiles_of_slot[slots[position]].add(number)
+        for slot in set(slots[real]):
+            columns = real[slots[real] == slot]
+            assert np.all(np.diff(columns) == 1)  # a slot's positions in order
+            if lengths[columns[0]] > tile:
+                assert set(slots[real]) == {slot}  # a long slot's tiles hold it alone
+        ids = np.where(row >= 0, slots[np.maximum(row, 0)], -1)
+        expected = (ids[:, None] == ids[None, :]) & (ids[:, None] >= 0) & ~np.eye(tile, dtype=bool)
+        np.testing.assert_array_equal(schedule.same[number], expected)
+    expected_pairs = sorted((a, b) for tiles in tiles_of_slot.values() for a in tiles for b in tiles
+                            if a != b)
+    pairs = list(zip(schedule.query_tiles.tolist(), schedule.key_tiles.tolist(), strict=True))
+    assert pairs == expected_pairs  # sorted by query tile
+    for slot, tiles in tiles_of_slot.items():
+        size = int(np.sum(slots == slot))
+        assert len(tiles) == (1 if size <= tile else -(-size // tile))
+
+
+def segment_attention(queries, keys, values, segments):
+    """[B, L, d]: ELU-scored multi-dimensional attention with the dense same-phrase mask."""
+    return multidim_token2token(queries, keys, values, SegmentMask(segments, include_self=False),
+                                score_fn=jax.nn.elu, score_bound=None)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def tiled_and_dense(tile: int, chunk: int, inputs: tuple, weights: jax.Array, fields: dict):
+    """Per level: (phrase_attention, its gradients by queries, keys and values of
+    sum(out * weights)) and the same of the dense same-phrase mask."""
+    results = []
+    for level in range(1, LEVELS + 1):
+        def tiled(*inputs, level=level):
+            return tiled_attention(*inputs, level_plan(fields, level), score_fn=jax.nn.elu,
+                                    tile=tile, chunk=chunk)
+
+        def dense(*inputs, level=level):
+            return segment_attention(*inputs, fields["segments"][:, level - 1])
+
+        for function in (tiled, dense):
+            out, backward = jax.vjp(function, *inputs)
+            results.append((out, backward(weights)))
+    return results
+
+
+@pytest.mark.parametrize(("tile", "chunk", "groups"), [(4, 0, 1), (4, 1, 1), (1, 0, 1), (8, 2, 1),
+                                                     (4, 1, 2), (3, 0, 2)])
+def test_tiled_attention_equals_the_dense_same_phrase_mask(tile, chunk, groups):
+    """Values and gradients of the tiled attention equal the dense [L, L] form's, in one step
+    (chunk 0) and in several (chunk 1 at tile 4: 36 pairs a step)."""
+    batches = device_batches(groups)[:2]
+    steps = []
+    for batch in batches:
+        fields = sentence_fields(batch, "sentence")
+        x = states(batch, seed=4)
+        inputs = (x, states(batch, seed=5), states(batch, seed=6))
+        weights = jax.random.normal(jax.random.key(7), x.shape)
+        results = tiled_and_dense(tile, chunk, inputs, weights, fields)
+        for (out, grads), (dense_out, dense_grads) in zip(results[::2], results[1::2],
+                                                         strict=True):
+            chex.assert_shape(out, x.shape)
+            np.testing.assert_allclose(out, dense_out, rtol=1e-5, atol=1e-6)
+            for grad, dense_grad in zip(grads, dense_grads, strict=True):
+                np.testing.assert_allclose(grad, dense_grad, rtol=1e-5, atol=1e-5)
+        for level in range(1, LEVELS + 1):
+            shapes = tuple(index.shape[1:] for index in level_plan(fields, level))
+            schedule = tile_schedule(shapes, tile)
+            pairs = schedule.num_tiles + len(schedule.query_tiles)
+            steps.append(-(-pairs // -(-chunk * x.shape[1] ** 2 // tile ** 2)) if chunk else 1)
+    if (tile, chunk) == (4, 1):
+        assert max(steps) > 1
+
+
+def test_tiled_attention_in_bfloat16_stays_close():
+    batch = device_batches(1)[0]
+    fields = sentence_fields(batch, "sentence")
+    inputs = [states(batch, seed) for seed in (1, 2, 3)]
+    attend = jax.jit(lambda *inputs: tiled_attention(*inputs, level_plan(fields, 1),
+                                                      score_fn=jax.nn.elu, tile=4, chunk=1))
+    full = attend(*inputs)
+    half = attend(*(x.astype(jnp.bfloat16) for x in inputs))
+    assert half.dtype == jnp.bfloat16
+    np.testing.assert_allclose(np.asarray(half, np.float32), full, rtol=0.05, atol=0.05)
+
+
+def equation_count(jaxpr, skip: tuple[str, ...] = ("reshape",)) -> int:
+    """Equations of a jaxpr and of the jaxprs inside its equations, `skip` primitives left out."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        count += eqn.primitive.name not in skip
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(item, "jaxpr", item)
+                if hasattr(inner, "eqns"):
+                    count += equation_count(inner, skip)
+    return count
+
+
+def test_tiled_attention_trace_does_not_grow_with_the_classes():
+    """The traced train computation of one level has as many equations with about twice as many
+    classes ("exact" against "multiple_of_8" classes), apart from one reshape per class."""
+    counts, classes = [], []
+    for scheme in ("exact", "multiple_of_8"):
+        batch = next(iter(batcher(random_features(60, seed=9), PackingConfig(scheme), BATCH,
+                                  (24,)).epoch(0)))
+        fields = sentence_fields(batch, "sentence")
+        plan = level_plan(fields, 1)
+        x = states(batch)
+
+        def loss(x, plan=plan):
+            return jnp.sum(tiled_attention(x, x, x, plan, score_fn=jax.nn.elu, tile=4, chunk=0))
+
+        counts.append(equation_count(jax.make_jaxpr(jax.grad(loss))(x).jaxpr))
+        classes.append(len(plan))
+    assert classes[0] > classes[1] and counts[0] == counts[1]
+
+
+def test_tiled_attention_over_devices_needs_no_collective():
+    """G = one group per device with the batch and plan sharded over "data": the result equals
+    G = 1's, and the compiled gradient (the pair loop included) moves nothing between devices."""
+    devices = len(jax.devices())
+    mesh = make_mesh()
+    one, sharded = device_batches(1, 2 * devices)[0], device_batches(devices, 2 * devices)[0]
+
+    def attend(x, fields):
+        return jnp.stack([tiled_attention(x, 0.5 * x, x, level_plan(fields, level),
+                                           score_fn=jax.nn.elu, tile=4, chunk=1)
+                          for level in range(1, LEVELS + 1)])
+
+    x = states(one)
+    expected = jax.jit(attend)(x, sentence_fields(one, "sentence"))
+    placed = shard_batch({**sharded, "x": np.asarray(x)}, mesh)
+    x_placed, fields = placed.pop("x"), sentence_fields(placed, "sentence")
+    np.testing.assert_allclose(jax.jit(attend)(x_placed, fields), expected, rtol=1e-6, atol=1e-6)
+    gradient = jax.jit(jax.grad(lambda x, fields: jnp.sum(attend(x, fields))))
+    text = gradient.lower(x_placed, fields).compile().as_text()
+    assert not any(op in text for op in ("all-gather", "all-reduce", "all-to-all",
+                                         "collective-permute", "reduce-scatter"))

@@ -1,6 +1,7 @@
 """PSAN: eq. 1-5 against a numpy loop over the phrases of real SST trees for the three PSA
-implementations (dense, packed, streaming; values and gradients), one-word phrases, the Table 4
-ablation flags, and the configs (psan_snli has psan.md's 1,984,203 parameters)."""
+implementations (dense, packed, streaming; values and gradients, and with dropout on the same as
+the dense form's), one-word phrases, the Table 4 ablation flags, and the configs (psan_snli has
+psan.md's 1,984,203 parameters)."""
 
 import dataclasses
 import functools
@@ -138,9 +139,12 @@ def assert_equals_reference(out, features, params):
     assert np.all(np.asarray(out["tokens"])[len(features):] == 0)
 
 
-# packed_chunk 3: the loop over a length class's phrases, 3 per step
+# packed_chunk 3: the tile pairs in steps of 3 phrases of the bucket length (one step here;
+# tests/test_packing.py covers several); packed_tile 1 and 8: every token its own tile, and
+# most phrases in one tile
 IMPLEMENTATIONS = [("dense", {}), ("packed", {}), ("streaming", {}),
-                   ("packed", {"packed_chunk": 3})]
+                   ("packed", {"packed_chunk": 3}), ("packed", {"packed_tile": 1}),
+                   ("packed", {"packed_tile": 8, "packed_chunk": 1})]
 
 
 @pytest.mark.parametrize(("impl", "overrides"), IMPLEMENTATIONS)
@@ -177,6 +181,29 @@ def test_gradients_equal_the_dense_ones(setup, impl, overrides):
 
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
                  grads(impl, **overrides), grads("dense"))
+
+
+@pytest.mark.parametrize(("impl", "overrides"), IMPLEMENTATIONS[1:4])
+def test_training_outputs_and_gradients_equal_the_dense_ones(setup, impl, overrides):
+    """With dropout on, every form draws the same masks on the same [B, L, d] tokens as the
+    dense one, so the training outputs and gradients agree too."""
+    features, params = setup
+    weights = np.random.default_rng(3).normal(size=(BATCH, EMBED)).astype(np.float32)
+
+    def train_step(impl, **overrides):
+        encoder, batch = model(impl, **overrides), batch_for(features, impl)
+
+        def loss(p):
+            out = encoder.apply({"params": p}, batch, train=True,
+                                rngs={"dropout": jax.random.key(5)})
+            return jnp.sum(out["sentence"] * weights), out["sentence"]
+
+        return jax.grad(loss, has_aux=True)(params)
+
+    (grads, out), (dense_grads, dense_out) = train_step(impl, **overrides), train_step("dense")
+    np.testing.assert_allclose(out, dense_out, rtol=1e-4, atol=1e-5)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5),
+                 grads, dense_grads)
 
 
 def test_packed_is_bucket_and_group_independent(setup):

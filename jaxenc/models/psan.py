@@ -10,8 +10,12 @@ sigma = ELU. PSA (eq. 1-2) is DiSAN's token2token attention with ELU scores and 
 same-phrase mask (jaxenc.layers.multidim_attention), computed three ways that agree:
 "dense" (an [L, L] SegmentMask), "streaming" (DiSAN's query-blocked loop over the same mask) and
 "packed" (the default: the batcher's packing plan gathers the phrases of a level across the batch
-into a few length classes, jaxenc.data.packing / jaxenc.layers.packing, so attention costs
-sum_c N_c L_c^2 instead of B L^2). Dropout (keep_prob) acts on the inputs of the linear maps.
+into a few length classes, jaxenc.data.packing, and `jaxenc.layers.packing.phrase_attention`
+attends within them in tiles of `packed_tile` positions, so attention costs about
+sum_c N_c L_c^2 score elements instead of B L^2, in one fixed set of operations per level
+whatever the number of classes: its train step compiles in about the dense form's time).
+Dropout (keep_prob) acts on the inputs of the linear maps; the three forms share parameters and,
+in training, dropout masks (the projections act on the tokens [B, L, d] in all three).
 
 Flags (Table 4 ablations and ambiguity resolutions, psan.md):
 - `division`: "syntactic" (the tree's, structures.md), "equal" (w/o syntactic division: equal
@@ -35,7 +39,7 @@ Flags (Table 4 ablations and ambiguity resolutions, psan.md):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Sequence
 
 import flax.linen as nn
 import jax
@@ -43,11 +47,16 @@ import jax.numpy as jnp
 
 from jaxenc.data.packing import PackingConfig
 from jaxenc.layers.dense import DropoutDense, get_activation
-from jaxenc.layers.dropout import AUTO_BITS, check_mask_bits
+from jaxenc.layers.dropout import AUTO_BITS, Dropout, check_mask_bits
 from jaxenc.layers.embed import WordEmbed
-from jaxenc.layers.masks import DirectionalMask, SegmentMask, length_mask
-from jaxenc.layers.multidim_attention import Source2Token, Token2TokenAttention, Token2TokenOptions
-from jaxenc.layers.packing import apply_packed, level_plan
+from jaxenc.layers.masks import SegmentMask, length_mask
+from jaxenc.layers.multidim_attention import (
+    Source2Token,
+    Token2TokenAttention,
+    Token2TokenOptions,
+    score_function,
+)
+from jaxenc.layers.packing import level_plan, phrase_attention
 from jaxenc.models.config import EncoderConfig, StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import DIVISIONS, PARSER_NAMES
@@ -69,13 +78,18 @@ class PSANConfig(EncoderConfig):
       dropout_bits: random bits per dropout decision (jaxenc/layers/dropout.py).
       psa_impl: one of PSA_IMPLS. "packed" needs the batcher's plan (StructureNeeds.packing).
       block_size: queries per block of the "streaming" implementation.
-      packed_chunk: "packed" attends all phrases of a length class at once (0) or this many per
-        step of a loop whose steps the backward pass recomputes (DiSAN's blocked kernel over the
-        class's phrases, one query block per phrase up to block_size tokens): the same function
-        with a working set of packed_chunk phrases. 1 suits a CPU (Table 5's TREC batch: 0.53x
-        the train-step memory of 0 at the same step time, results/psan); 0, the default, suits
-        accelerators and is needed on several devices (the loop would walk the slots the
-        devices split; jaxenc.training.sharding warns).
+      packed_chunk: "packed" computes all tile pairs of a level in one step (0) or loops over
+        them, ceil(packed_chunk L^2 / packed_tile^2) pairs per step (the score tiles of
+        packed_chunk phrases of the bucket length L). Either way the backward pass recomputes
+        the scores and keeps only each token's output and log-sum-exp, so one step's scores
+        bound the attention's memory. 1 suits a CPU (the smallest working set, and the steps
+        stay in cache); 0, the default, suits accelerators. The loop keeps the plan's group
+        axis, so on several devices each computes its own groups, with no traffic between
+        them (tests/test_packing.py).
+      packed_tile: positions per tile of "packed" (jaxenc.layers.packing.tile_schedule): phrases
+        of up to packed_tile tokens share tiles, a longer one takes ceil(length / packed_tile)
+        tiles of its own and their pairs; smaller tiles waste less on short phrases and make
+        more pairs.
       packing_scheme, packing_capacity: the plan's length classes and capacity policy
         (jaxenc.data.packing.PackingConfig).
       division, single_level, memory, level_order: Table 4's ablations and the paper's order.
@@ -95,6 +109,7 @@ class PSANConfig(EncoderConfig):
     psa_impl: str = "packed"
     block_size: int = 16
     packed_chunk: int = 0
+    packed_tile: int = 4
     packing_scheme: str = "exact"
     packing_capacity: str = "planned"
     division: str = "syntactic"
@@ -125,7 +140,8 @@ class PSANConfig(EncoderConfig):
                 "gives no phrase trees for PSAN", "spacy-constituency")
         require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
         require(self.packed_chunk >= 0, "packed_chunk", self.packed_chunk,
-                "is negative (0: every phrase of a class at once)", 0)
+                "is negative (0: every tile pair of a level at once)", 0)
+        require(self.packed_tile >= 1, "packed_tile", self.packed_tile, "is not positive", 4)
         self.packing()  # one-line ConfigError for a bad scheme or policy
         super().validate()
 
@@ -145,18 +161,47 @@ def structure_spec(config: PSANConfig) -> StructureNeeds:
     return StructureNeeds(fields=("segments",))
 
 
-PhraseAttention = Callable[[jax.Array, int], jax.Array]
-
-
 def _dense(cfg: PSANConfig, features: int, name: str) -> DropoutDense:
     """A linear map of PSAN: dropout keep_prob on its input, computed in the config's dtype."""
     return DropoutDense(features, keep_prob=cfg.keep_prob, dropout_bits=cfg.dropout_bits,
                         dtype=cfg.compute_dtype, name=name)
 
 
+class PackedPhraseAttention(nn.Module):
+    """PSA's eq. 1-2 over the phrases of one level's packing plan: x [B, L, d] -> p~ [B, L, d].
+
+    The parameters and the dropout are Token2TokenAttention's, under the same names ("key",
+    "query", "score_bias", the input dropout "Dropout_0"), and act on the tokens [B, L, d] as
+    there: the dense and packed forms share checkpoints and, in training, dropout masks. The
+    attention within phrases is `jaxenc.layers.packing.phrase_attention` (`tile`, `chunk`).
+    """
+
+    score: str = "elu"
+    keep_prob: float = 1.0
+    dropout_bits: int = 32  # random bits per dropout decision (jaxenc/layers/dropout.py)
+    tile: int = 4
+    chunk: int = 0
+    dtype: jnp.dtype = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: jax.Array, plan: Sequence[jax.Array], *, train: bool) -> jax.Array:
+        """x [B, L, d]; plan: the level's arrays int32[G, N_c, L_c] (`level_plan`)."""
+        features, x = x.shape[-1], x.astype(self.dtype)
+        dropped = Dropout(rate=1.0 - self.keep_prob, mask_bits=self.dropout_bits,
+                          deterministic=not train)(x)
+        project = lambda name: DropoutDense(features, use_bias=False, dtype=self.dtype,
+                                            name=name)(dropped, train=train)
+        keys, queries = project("key"), project("query")
+        keys = keys + self.param("score_bias", nn.initializers.zeros, (features,)).astype(
+            self.dtype)
+        score_fn, _ = score_function(self.score)
+        return phrase_attention(queries, keys, x, plan, score_fn=score_fn, tile=self.tile,
+                                chunk=self.chunk)
+
+
 class PhraseSelfAttention(nn.Module):
-    """PSA of one level (eq. 1-3): memory [B, L, d] -> C [B, L, d]; `attend(x, level)` gives the
-    within-phrase context p~ (eq. 1-2) of the chosen implementation."""
+    """PSA of one level (eq. 1-3): memory [B, L, d] -> C [B, L, d], the within-phrase context
+    p~ (eq. 1-2) from the chosen implementation."""
 
     config: PSANConfig
 
@@ -164,20 +209,16 @@ class PhraseSelfAttention(nn.Module):
     def __call__(self, memory: jax.Array, sentence: dict[str, jax.Array], level: int, *,
                  train: bool) -> jax.Array:
         cfg = self.config
-        streamed = cfg.psa_impl == "streaming" or (cfg.psa_impl == "packed" and cfg.packed_chunk)
-        attention = Token2TokenAttention(
-            score=cfg.activation, keep_prob=cfg.keep_prob, dropout_bits=cfg.dropout_bits,
-            dtype=cfg.compute_dtype, name="attention",
-            options=Token2TokenOptions(
-                attention_impl="blocked" if streamed else "dense", block_size=cfg.block_size,
-                examples_per_step=cfg.packed_chunk if cfg.psa_impl == "packed" else 1))
+        shared = dict(score=cfg.activation, keep_prob=cfg.keep_prob,
+                      dropout_bits=cfg.dropout_bits, dtype=cfg.compute_dtype, name="attention")
         if cfg.psa_impl == "packed":
-            def per_phrase(phrases: jax.Array, valid: jax.Array) -> jax.Array:
-                mask = DirectionalMask(valid.sum(-1), "diag")  # a phrase's own tokens, i != j
-                return attention(phrases, mask, train=train)
-
-            context = apply_packed(per_phrase, memory, level_plan(sentence, level))
+            context = PackedPhraseAttention(tile=cfg.packed_tile, chunk=cfg.packed_chunk,
+                                            **shared)(memory, level_plan(sentence, level),
+                                                      train=train)
         else:
+            attention = Token2TokenAttention(options=Token2TokenOptions(
+                attention_impl="blocked" if cfg.psa_impl == "streaming" else "dense",
+                block_size=cfg.block_size), **shared)
             segments = sentence["segments"][:, level - 1]
             context = attention(memory, SegmentMask(segments, include_self=False), train=train)
         features = jnp.concatenate([jnp.abs(memory - context), memory * context], axis=-1)
