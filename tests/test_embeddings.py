@@ -416,6 +416,6 @@ def test_a_missing_package_is_one_line_naming_the_pip_command(monkeypatch, tmp_p
     assert str(error.value) == expected
     with pytest.raises(SystemExit) as exit_info:
         transfer.main(["--encoder", "bag:glove-6b-50d", "--tasks", "STS14", "--data_dir",
-                       str(tmp_path), "--out", str(tmp_path / "out")])
+                       str(tmp_path), "--skip_missing", "--out", str(tmp_path / "out")])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == f"error: {expected}\n"
