@@ -51,8 +51,9 @@ def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, dat
     started = time.perf_counter()
     config = base.get_config(f"{model},{DATASETS[model]}")
     config.data.data_dir = data_dir
-    if model == "meanmax_aae":
-        config.data.corpus_files = corpus_file
+    if model == "meanmax_aae":  # its vocabulary is the corpus words that have a vector
+        config.data.update(dict(corpus_files=corpus_file, embeddings="glove-6b-50d"))
+        config.model.embed_dim = 50
     config.train.update(dict(num_steps=steps, eval_every=eval_every, progress_bar=False,
                              compilation_cache=cache))
     data_s, prepare = 0.0, loop.prepare
@@ -155,15 +156,21 @@ def main() -> None:
         corpus_file = _corpus(args.data_dir, Path(scratch) / "corpus.txt")
         for model in args.models:
             rows += run_twice(model, args, Path(scratch), corpus_file)
+            report = _write(rows, args)  # after every model: a later failure keeps the rows
+    print("\n" + report)
+
+
+def _write(rows: list[dict], args: argparse.Namespace) -> str:
+    """The report of `rows` (markdown), also written to --out when given."""
     report = (f"Time to first result: {args.steps} steps, dev every {args.eval_every}, then test "
               f"(seconds; {os.cpu_count()} CPU cores, load average "
               f"{os.getloadavg()[0]:.1f} at the end)\n\n{_table(rows)}\n")
-    print("\n" + report)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
         (out / "report.md").write_text(report)
+    return report
 
 
 if __name__ == "__main__":
