@@ -12,11 +12,11 @@
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
 # TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC: DT, plain, Transformer, Tree-LSTM),
 # psan_table4 (PSAN's ablations on TREC), aae.
-# Runs go to $RUNS (default /work/runs); a run whose results.md exists is skipped, an unfinished one resumes,
+# Runs go to $RUNS (default ../runs, beside the repository); a run whose results.md exists is skipped, an unfinished one resumes,
 # one that another queue is running (its flock on $dir.lock) is left to it: queues can be added at any time.
 set -euo pipefail
 tier=${1:-1}; parallel=${2:-2}
-RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
+RUNS=${RUNS:-../runs}; mkdir -p "$RUNS"
 SEEDS=${SEEDS:-0 1 2}
 D=${JAXENC_DATA_DIR:?set JAXENC_DATA_DIR to shared/data}/glove_subsets
 G="--config.data.embeddings=$D/glove.6B.50d.first2446.txt,$D/glove.6B.50d.subset5403.txt --config.model.embed_dim=50 --config.train.progress_bar=False --config.train.log_every=20 --config.data.batch_size=64 --config.train.patience=0"

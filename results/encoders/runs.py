@@ -13,7 +13,7 @@ sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py
   python results/encoders/runs.py collect      # finished runs' files -> results/encoders/runs/
   python results/encoders/runs.py list sweep   # the commands, one a line
 
-Workdirs (checkpoints included) go to $RUNS (default /work/runs), outside the repository. A run
+Workdirs (checkpoints included) go to $RUNS (default ../runs, beside the repository). A run
 whose results.md exists is skipped, an unfinished one resumes, and one that another queue holds
 (its lock file) is left to it, so queues can be started at any time, side by side.
 """
@@ -99,7 +99,7 @@ RECIPES: dict[str, dict[str, str]] = {
 
 
 def runs_root() -> Path:
-    return Path(os.environ.get("RUNS", "/work/runs"))
+    return Path(os.environ.get("RUNS", REPO.parent / "runs"))
 
 
 def command(model: str, task: str, seed: int, overrides: dict) -> list[str]:

@@ -9,11 +9,11 @@
 #   python -m train.compare $RUNS/pos_*_s? $RUNS/pos_k2_s?/baselines/transformer
 #   python -m train.compare $RUNS/multi30k_*_s? $RUNS/multi30k_k2_s?/baselines/transformer
 # Usage: [SEEDS="0 1 2"] [VARIANTS="..."] results/phrase_transformer/run.sh pos|multi30k [PARALLEL]
-# Runs go to $RUNS (default /work/runs) as pos_<variant>_s<seed> / multi30k_<variant>_s<seed>; a run whose
+# Runs go to $RUNS (default ../runs, beside the repository) as pos_<variant>_s<seed> / multi30k_<variant>_s<seed>; a run whose
 # results.md exists is skipped, an unfinished one resumes, one another queue holds (flock) is left to it.
 set -euo pipefail
 tier=${1:?pos or multi30k}; parallel=${2:-1}
-RUNS=${RUNS:-/work/runs}; mkdir -p "$RUNS"
+RUNS=${RUNS:-../runs}; mkdir -p "$RUNS"
 : "${JAXENC_DATA_DIR:?set JAXENC_DATA_DIR to shared/data}"
 declare -A VARIANT=(
   [k2]="twin"
