@@ -1,6 +1,6 @@
-"""Every results table marked in the README and results/encoders/README.md is what
-results/encoders/table.py rebuilds from the committed run files, and the recipes the table runs
-use are the ones the committed sweep chose on dev."""
+"""Every results table marked in README.md, docs/results.md and results/encoders/README.md is
+what results/encoders/table.py rebuilds from the committed run files, and the recipes the table
+runs use are the ones the committed sweep chose on dev."""
 
 import importlib.util
 import sys
@@ -21,15 +21,55 @@ def table():
     return module
 
 
-@pytest.mark.parametrize("document", ["README.md", "results/encoders/README.md"])
+DOCUMENTS = ["README.md", "docs/results.md", "results/encoders/README.md"]
+
+
+def test_the_documents_are_the_ones_table_py_rewrites(table):
+    written = sorted(path.relative_to(REPO).as_posix() for path in table.DOCUMENTS)
+    assert written == sorted(DOCUMENTS)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
 def test_marked_tables_equal_their_rebuild(table, document):
     text = (REPO / document).read_text(encoding="utf-8")
     marked = table.MARKER.findall(text)
     assert marked, f"{document} has no table.py markers"
     for name, body in marked:
-        assert body.strip() == table.TABLES[name]().strip(), (
+        assert body.strip() == table.table(name, REPO / document).strip(), (
             f"{document}: table {name!r} differs from its rebuild "
             "(fix: python results/encoders/table.py --write)")
+
+
+def test_every_table_is_in_the_readme_or_the_results_page(table):
+    marked = {name for document in ("README.md", "docs/results.md")
+              for name, _ in table.MARKER.findall((REPO / document).read_text(encoding="utf-8"))}
+    assert marked == set(table.TABLES)
+
+
+def test_the_headline_has_a_row_per_model_and_a_number_or_a_page_each(table):
+    rows = table.headline_table().splitlines()[2:]
+    assert len(rows) == len(table.runs.MODELS) + len(table.STATIC_ROWS)
+    choices = table.sweep_choices()
+    for model, row in zip(table.runs.MODELS, rows, strict=False):
+        cell = row.strip("|").split("|")[-1].strip()
+        assert row.startswith(f"| {table.HEADLINE[model][0]} |")
+        seeded = list(table.RUNS.glob(f"{model}_trec_s*/results.md"))
+        if seeded:
+            assert cell.endswith(f"({len(seeded)} seed{'s' if len(seeded) > 1 else ''})"), row
+        elif (table.runs.SWEEP_MODEL.get(table.runs.MODELS[model][1]) == model
+              and "trec" in choices.get(table.runs.MODELS[model][1], {})):
+            assert cell.endswith("(seed 0, sweep)"), row
+        else:
+            assert cell == "—", row
+    for row in rows[len(table.runs.MODELS):]:
+        assert "](results/" in row
+
+
+def test_links_in_a_table_are_relative_to_its_document(table):
+    readme = table.table("headline", REPO / "README.md")
+    results = table.table("headline", REPO / "docs" / "results.md")
+    assert "](results/meanmax_aae/README.md)" in readme
+    assert "](../results/meanmax_aae/README.md)" in results
 
 
 def test_rewriting_replaces_a_stale_table(table):

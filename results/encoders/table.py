@@ -3,7 +3,10 @@ results/encoders/runs/<run>/ (results.md, config.json, dev / test metric records
 `python results/encoders/runs.py collect`) and nothing else.
 
 Tables, each between the markers `<!-- table.py: NAME -->` and `<!-- /table.py -->` of the files
-in `DOCUMENTS`:
+in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
+  headline  one row per encoder: its paper, the structure it reads and its TREC test accuracy,
+            mean ± std over the seeded table runs `<model>_trec_s<seed>` when any are
+            committed, else the test accuracy of its family's sweep run chosen on dev (seed 0)
   sweep     the recipe sweep (seed 0): each variant's dev score, the step of its best dev score,
             where it stopped and why; the chosen variant of each family and task (best dev) in bold
   encoders  test mean ± std over seeds of each model's `<model>_<task>_s<seed>` runs (3 seeds;
@@ -11,7 +14,7 @@ in `DOCUMENTS`:
   transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
             from results/transfer/bag_glove-6b-50d/results.json (`eval.transfer`)
 
-  python results/encoders/table.py [sweep|encoders]   # print
+  python results/encoders/table.py [headline|sweep|encoders|transfer]   # print
   python results/encoders/table.py --write            # rewrite the tables in DOCUMENTS
   python results/encoders/table.py --check            # exit 1 when a document's table differs
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -36,7 +40,7 @@ from results.encoders import runs  # noqa: E402
 
 RUNS = HERE / "runs"
 TRANSFER = REPO / "results" / "transfer" / "bag_glove-6b-50d" / "results.json"
-DOCUMENTS = (REPO / "README.md", HERE / "README.md")
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md", HERE / "README.md")
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
               "mrpc": "MRPC", "sst5": "SST-5"}
 # task -> (primary metric, its name, scale, format)
@@ -47,6 +51,28 @@ MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": "PSAN",
                "tree_lstm": "Tree-LSTM (spaCy dependency trees)",
                "transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
                "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)"}
+# model key -> (name, paper, structure it reads) of the headline table; the static rows have no
+# TREC run: their cell points to their results page (links relative to the repository root).
+HEADLINE = {
+    "bag": ("bag of embeddings", "mean of word vectors (baseline)", "none: which words occur"),
+    "disan": ("DiSAN", "Shen et al. 2018", "word order, forward and backward (masks)"),
+    "psan": ("PSAN", "Wu et al. 2018", "phrase divisions of a constituency tree (spaCy-derived)"),
+    "tree_lstm": ("Tree-LSTM", "Tai et al. 2015 (Child-Sum)", "dependency tree (spaCy)"),
+    "transformer": ("Transformer", "Vaswani et al. 2017", "word positions"),
+    "dt": ("Dependency-Transformer", "Ma et al. 2022",
+           "dependency relations and tree levels (spaCy)"),
+    "dt_plain": ("Dependency-Transformer, no relations", "Ma et al. 2022 (`variant=transformer`)",
+                 "word positions"),
+}
+STATIC_ROWS = {
+    "phrase_transformer": ("PhraseTransformer", "ICLR 2020 submission",
+                           "n-gram or dependency-arc phrases",
+                           "POS tagging, Multi30k: "
+                           "[results/phrase_transformer](results/phrase_transformer/README.md)"),
+    "meanmax_aae": ("Mean-Max AAE", "Zhang et al. 2018", "none (unsupervised autoencoder)",
+                    "frozen transfer tasks: [results/meanmax_aae](results/meanmax_aae/README.md)"),
+}
+LINK = re.compile(r"\]\(([^)#:]+)\)")
 MARKER = re.compile(r"<!-- table\.py: (\w+) -->\n(.*?)<!-- /table\.py -->", re.DOTALL)
 
 
@@ -110,6 +136,32 @@ def _cell(values: list[float], task: str) -> str:
             f"{_format(task, statistics.stdev(values))}")
 
 
+def _headline_cell(model: str, choices: dict[str, dict[str, str]]) -> str:
+    """TREC test accuracy: the seeded table runs, else the family's sweep choice (when the sweep
+    trains this model), else —."""
+    seeded = [_run(path.parent)["test"]["accuracy"]
+              for path in sorted(RUNS.glob(f"{model}_trec_s*/results.md"))]
+    if seeded:
+        return f"{_cell(seeded, 'trec')} ({len(seeded)} seed{'s' if len(seeded) > 1 else ''})"
+    family = runs.MODELS[model][1]
+    variant = choices.get(family, {}).get("trec")
+    if variant is None or runs.SWEEP_MODEL.get(family) != model:
+        return "—"
+    run = _run(RUNS / f"sweep_{family}_trec_{variant}")
+    return f"{_format('trec', run['test']['accuracy'])} (seed 0, sweep)"
+
+
+def headline_table() -> str:
+    choices = sweep_choices()
+    lines = ["| encoder | paper | structure it reads | TREC test accuracy (%) |",
+             "|---|---|---|---|"]
+    for model in runs.MODELS:
+        name, paper, structure = HEADLINE[model]
+        lines.append(f"| {name} | {paper} | {structure} | {_headline_cell(model, choices)} |")
+    lines += [f"| {' | '.join(row)} |" for row in STATIC_ROWS.values()]
+    return "\n".join(lines)
+
+
 def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")) -> str:
     lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
              + " | seeds |", "|---" * (len(tasks) + 2) + "|"]
@@ -122,6 +174,9 @@ def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")
                  for task in tasks]
         seeds = " / ".join(str(len(found[task])) for task in tasks)
         lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} | {seeds} |")
+    if len(lines) == 2:
+        return ("No seeded table run is committed yet (`python results/encoders/runs.py table`, "
+                "then `collect`).")
     return "\n".join(lines)
 
 
@@ -130,14 +185,22 @@ def transfer_table() -> str:
     return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
 
 
-TABLES: dict[str, Callable[[], str]] = {"sweep": sweep_table, "encoders": encoders_table,
-                                        "transfer": transfer_table}
+TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": sweep_table,
+                                        "encoders": encoders_table, "transfer": transfer_table}
 
 
-def rewritten(text: str) -> str:
-    """`text` with every marked table replaced by its rebuilt form."""
-    return MARKER.sub(lambda match: f"<!-- table.py: {match[1]} -->\n{TABLES[match[1]]()}\n"
-                                    "<!-- /table.py -->", text)
+def table(name: str, document: Path = REPO / "README.md") -> str:
+    """Table `name` as it appears in `document`: its links (written relative to the repository
+    root) made relative to the document's folder."""
+    where = document.parent
+    return LINK.sub(lambda match: f"]({Path(os.path.relpath(REPO / match[1], where)).as_posix()})",
+                    TABLES[name]())
+
+
+def rewritten(text: str, document: Path = REPO / "README.md") -> str:
+    """`text` of `document` with every marked table replaced by its rebuilt form."""
+    return MARKER.sub(lambda match: f"<!-- table.py: {match[1]} -->\n"
+                                    f"{table(match[1], document)}\n<!-- /table.py -->", text)
 
 
 def main() -> int:
@@ -153,7 +216,7 @@ def main() -> int:
     stale = []
     for document in DOCUMENTS:
         text = document.read_text(encoding="utf-8")
-        new = rewritten(text)
+        new = rewritten(text, document)
         if new != text:
             stale.append(document.relative_to(REPO))
             if args.write:
