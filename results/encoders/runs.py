@@ -70,7 +70,8 @@ SWEEP = {
               "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4}},
     "psan": {"lr1e-3": {"model.keep_prob": 1.0},
              "lr1e-3_keep0.75": {"model.keep_prob": 0.75},
-             "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4}},
+             "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4},
+             "lr1e-3_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer"}},
     "tree_lstm": {"lr1e-3": {}, "lr3e-3": {"optim.learning_rate": 3e-3}},
     "transformer": {
         "post_lr3e-4_scaled": {"optim.learning_rate": 3e-4, "model.scale_embeddings": True,
