@@ -247,7 +247,8 @@ class Encoder:
             encoder.relation_vocab = build_relation_vocab(
                 items, encoder.parser,
                 max_distance=config.get("max_distance", DEFAULT_MAX_DISTANCE),
-                keep_subtypes=config.get("keep_subtypes", False))
+                keep_subtypes=config.get("keep_subtypes", False),
+                direction=config.get("relation_direction", "split"))
         fields = {key: value for key, value in
                   encoder.example_batch(encoder.buckets[0], 1).items() if key != INDEX}
         module = build_encoder(encoder._model_cfg, len(vocab))

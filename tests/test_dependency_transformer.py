@@ -1,7 +1,8 @@
 """Dependency-Transformer: the reduced relation scores against the literal eq. 3-4 with an
 explicit [L, L, d_r] tensor, no such tensor in the traced gradient, the [root] node on a
 hand-parsed sentence, the plain-Transformer ablation against the Transformer encoder, the
-ablation flags, and the relation-table capacity check."""
+ablation flags, the relation-table capacity check, and the relation ids of both arc directions
+("split", "none") against a brute-force computation from the head array."""
 
 import functools
 
@@ -18,7 +19,8 @@ from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
 from jaxenc.models.registry import build_encoder, structure_spec
-from jaxenc.structures.relations import NONE_ID, RelationVocabulary
+from jaxenc.structures.relations import NONE_ID, RelationVocabulary, relations
+from jaxenc.structures.trees import DependencyTree
 from train.configs import base
 
 L, D, D_R, H, R = 11, 10, 7, 2, 13  # distinct sizes: an [L, L, d_r] tensor is recognisable
@@ -218,3 +220,130 @@ def test_a_training_run_saves_its_relations_and_encodes_with_them(tmp_path):
     vectors = CheckpointEncoder(tmp_path, progress=False).encode(sentences)
     chex.assert_shape(vectors, (5, 16))
     chex.assert_tree_all_finite(vectors)
+
+
+# ----------------------------------------------------------------------------- arc directions
+
+
+def random_tree(rng: np.random.Generator, size: int) -> DependencyTree:
+    """A random valid tree: each word's head is the root or a word placed before it in a random
+    order; labels with and without subtypes."""
+    order = rng.permutation(size)
+    heads = [0] * size
+    for rank, word in enumerate(order[1:], start=1):
+        heads[word] = int(order[rng.integers(0, rank)]) + 1
+    labels = rng.choice(["nsubj", "obj", "det", "nmod:poss", "nmod", "amod"], size)
+    return DependencyTree(tuple(f"w{i}" for i in range(size)), tuple(heads),
+                          tuple(str(label) for label in labels))
+
+
+def brute_force_relation_ids(heads, labels, known, max_distance: int, direction: str):
+    """int32[n+1, n+1] by walking the head array node by node ([root] = node 0, word i = node
+    i + 1): NONE 0, SELF 1, then the arc ids of <unk> and the sorted known labels (two per label,
+    UP then DOWN, with "split"; one with "none"), then the ordered pairs (a, b) of 2..max_distance
+    by total, a from total down to 0."""
+    size = len(heads) + 1
+    parent = [-1] + list(heads)
+    label_index = {label: i + 1 for i, label in enumerate(sorted(known))}
+    per_label = 2 if direction == "split" else 1
+    pairs = [(a, total - a) for total in range(2, max_distance + 1) for a in range(total, -1, -1)]
+    first_pair = 2 + per_label * (len(known) + 1)
+    result = np.zeros((size, size), np.int32)
+    for i in range(size):
+        for j in range(size):
+            up_i, up_j = [i], [j]
+            while parent[up_i[-1]] >= 0:
+                up_i.append(parent[up_i[-1]])
+            while parent[up_j[-1]] >= 0:
+                up_j.append(parent[up_j[-1]])
+            lca = next(node for node in up_i if node in up_j)
+            a, b = up_i.index(lca), up_j.index(lca)
+            if (a, b) == (0, 0):
+                result[i, j] = 1
+            elif (a, b) in ((1, 0), (0, 1)):
+                dependent = i if a else j
+                label = labels[dependent - 1].split(":")[0]
+                arc = 2 + per_label * label_index.get(label, 0)
+                down = direction == "split" and (a, b) == (0, 1)
+                result[i, j] = arc + 1 if down else arc
+            elif a + b <= max_distance:
+                result[i, j] = first_pair + pairs.index((a, b))
+    return result
+
+
+@pytest.mark.parametrize("direction", ["split", "none"])
+@pytest.mark.parametrize("max_distance", [1, 2, 3])
+def test_relation_ids_equal_a_brute_force_walk_of_the_heads(direction, max_distance):
+    rng = np.random.default_rng(max_distance)
+    trees = [random_tree(rng, size) for size in (1, 2, 3, 5, 8, 12) for _ in range(3)]
+    vocab = RelationVocabulary.build(trees[::2], max_distance=max_distance, direction=direction)
+    for tree in trees:  # the odd trees' labels may be unseen: <unk>
+        np.testing.assert_array_equal(
+            relations(tree, vocab),
+            brute_force_relation_ids(tree.heads, tree.labels, vocab.labels, max_distance,
+                                     direction))
+    arcs = len(vocab.labels) + 1
+    assert len(vocab) == 2 + (2 if direction == "split" else 1) * arcs + sum(
+        total + 1 for total in range(2, max_distance + 1))
+
+
+def test_direction_free_relations_merge_up_and_down_and_keep_the_rest():
+    """"none" is "split" with each (label, DOWN) merged into (label, UP), renamed "label", and
+    the other ids renumbered; the matrix is symmetric on the arcs."""
+    rng = np.random.default_rng(7)
+    trees = [random_tree(rng, size) for size in (4, 9)]
+    split = RelationVocabulary.build(trees)
+    free = RelationVocabulary.build(trees, direction="none")
+    for tree in trees:
+        names_split = [[split.names[r] for r in row] for row in relations(tree, split)]
+        names_free = [[free.names[r] for r in row] for row in relations(tree, free)]
+        merged = [[name.split("/")[0] for name in row] for row in names_split]
+        assert names_free == merged
+        for i, j in zip(*np.nonzero([[("/" in name) for name in row] for row in names_split]),
+                        strict=True):
+            assert names_free[i][j] == names_free[j][i]
+    assert free.names[:2] == ("NONE", "SELF") and "<unk>" in free.names
+
+
+def test_relation_direction_is_saved_checked_and_configured(tmp_path):
+    free = RelationVocabulary(("nsubj", "obj", "root"), direction="none")
+    free.save(tmp_path / "relations.json")
+    assert RelationVocabulary.load(tmp_path / "relations.json") == free
+    old = tmp_path / "old"
+    old.mkdir()  # a vocabulary saved before the option: no "direction" key, the split layout
+    (old / "relations.json").write_text('{"labels": ["obj"], "max_distance": 2, '
+                                        '"keep_subtypes": false}')
+    assert RelationVocabulary.load(old / "relations.json").direction == "split"
+    built = relation_vocabulary(tmp_path / "new", dt_config(relation_direction="none"),
+                                ("relations",), [hand_parsed()])
+    assert built.direction == "none" and built.labels == ("nsubj", "obj", "root")
+    with pytest.raises(ConfigError, match="has 'split' relations but the config says model."
+                       "relation_direction='none'.*fix: --config.model.relation_direction=split"
+                       ) as error:
+        relation_vocabulary(old, dt_config(relation_direction="none"), ("relations",),
+                            [hand_parsed()])
+    assert "\n" not in str(error.value)
+    with pytest.raises(ConfigError, match="relation_direction='both' is not one of split, none"
+                       ".*fix: --config.model.relation_direction=split"):
+        build_encoder(dt_config(relation_direction="both"), 10)
+
+
+def test_direction_free_model_on_a_hand_parsed_sentence(tmp_path):
+    example = hand_parsed()
+    model_cfg = dt_config(relation_direction="none")
+    needs = structure_spec(model_cfg)
+    vocab = Vocabulary.build([example.sentences[0].tokens])
+    rel_vocab = relation_vocabulary(tmp_path, model_cfg, needs.fields, [example])
+    features = Featurizer(kind="single", vocab=vocab, model_cfg=model_cfg,
+                          structure_fields=needs.fields, prefix=needs.prefix_tokens,
+                          relation_vocab=rel_vocab)(example)
+    rel = features["sentence/relations"]
+    names = [[rel_vocab.names[i] for i in row] for row in rel]
+    assert names[0] == ["SELF", "(0,2)", "root", "(0,2)"]
+    assert names[2] == ["root", "nsubj", "SELF", "obj"]
+    assert names[1][2] == "nsubj" and names[3][2] == "obj" and names[1][3] == "(1,1)"
+    encoder = build_encoder(model_cfg, len(vocab))
+    batch = {"tokens": features["sentence/tokens"][None], "lengths": np.array([4], np.int32),
+             "relations": rel[None], "levels": features["sentence/levels"][None]}
+    params = encoder.init(jax.random.key(0), batch, train=False)["params"]
+    chex.assert_tree_all_finite(encoder.apply({"params": params}, batch, train=False))

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import chex
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,12 +23,17 @@ from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, tag_index
 from jaxenc.data.records import Example
 from jaxenc.data.synthetic import generate
-from jaxenc.data.vocab import Vocabulary
+from jaxenc.data.vocab import BOS, EOS, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.masks import HypernodeMask, span_adjacency
 from jaxenc.layers.phrase_attention import WithinPhraseAttention, neighbour_mask
 from jaxenc.models import registry
-from jaxenc.models.phrase_transformer import PhraseTransformer, PhraseTransformerConfig
+from jaxenc.models.phrase_transformer import (
+    PhraseTransformer,
+    PhraseTransformerConfig,
+    PhraseTransformerLayer,
+    source_nodes,
+)
 from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
@@ -109,23 +115,40 @@ def phase2_weights(encoder, sentence):
     return np.asarray(weights["attention_weights"][0]), outputs
 
 
-@pytest.mark.parametrize("hypernodes, k", [("ngram", 2), ("ngram", 3), ("dependency", 2)])
-def test_phase2_attends_exactly_eq6_with_padding(hypernodes, k):
+def reference_node_sets(words, length: int, hypernodes: str, k: int,
+                        boundary_tokens: bool) -> tuple[list[set[int]], int]:
+    """(the node sets of eq. 6 in the model's layout, the real word nodes) for a sentence padded
+    to bucket `length`: word nodes (with <s> and </s> around the words under boundary_tokens),
+    then every n-gram of 2..k word nodes by size and start, or one node per arc (dependent,
+    head) padded to `length` rows."""
+    extra = 2 if boundary_tokens else 0
+    nodes = length + extra
+    node_sets = [{i} for i in range(nodes)]
+    if hypernodes == "ngram":
+        node_sets += [set(range(start, start + size)) for size in range(2, k + 1)
+                      for start in range(nodes - size + 1)]
+    else:
+        shift = 1 if boundary_tokens else 0
+        arcs = [{i + shift, head - 1 + shift} for i, head in enumerate(words.heads) if head]
+        node_sets += arcs + [set()] * (length - len(arcs))
+    return node_sets, len(words.tokens) + extra
+
+
+@pytest.mark.parametrize("hypernodes, k, boundary_tokens", [
+    ("ngram", 2, False), ("ngram", 3, False), ("dependency", 2, False), ("ngram", 3, True),
+    ("dependency", 2, True)])
+def test_phase2_attends_exactly_eq6_with_padding(hypernodes, k, boundary_tokens):
     model_cfg = base.model_config("phrase_transformer", **TINY, hypernodes=hypernodes, k=k,
-                                  phase2="dense")
+                                  phase2="dense", decoder_memory="nodes",
+                                  boundary_tokens=boundary_tokens)
     encoder, batch, examples, _ = featurized(model_cfg)
     sentence = sentence_fields(batch, "sentence")
     weights, outputs = phase2_weights(encoder, sentence)
     length = sentence["tokens"].shape[1]
     for row, example in enumerate(examples):
-        words = example.sentences[0]
-        node_sets = [{i} for i in range(length)]
-        if hypernodes == "ngram":
-            node_sets += [set(range(start, end + 1)) for start, end in ngram_spans(length, k)]
-        else:  # one hypernode per arc (dependent, head), padded to L rows
-            arcs = [{i, head - 1} for i, head in enumerate(words.heads) if head]
-            node_sets += arcs + [set()] * (length - len(arcs))
-        expected = reference_adjacency(node_sets, len(words.tokens))
+        node_sets, real_words = reference_node_sets(example.sentences[0], length, hypernodes, k,
+                                                    boundary_tokens)
+        expected = reference_adjacency(node_sets, real_words)
         chex.assert_shape(weights[row], (2, len(node_sets), len(node_sets)))
         np.testing.assert_array_equal(weights[row] > 0,
                                       np.broadcast_to(expected, weights[row].shape))
@@ -237,7 +260,7 @@ def test_additive_mask_gives_outside_nodes_nothing_and_hadamard_exp0():
 
 
 def test_mean_init_is_the_mean_of_member_words_and_zeros_is_zero():
-    model_cfg = base.model_config("phrase_transformer", **TINY, k=3)
+    model_cfg = base.model_config("phrase_transformer", **TINY, k=3, decoder_memory="nodes")
     for how in ("mean", "zeros"):
         model_cfg.update(dict(num_layers=0, hypernode_init=how))
         encoder, batch, _, _ = featurized(model_cfg)
@@ -281,6 +304,170 @@ def test_flags_change_the_parameters_and_bfloat16_computes_in_bfloat16():
     assert "bf16" in hlo
 
 
+# ----------------------------------------------------------------------------- decoder memory
+
+
+def final_nodes(encoder, params, sentence):
+    """(outputs, the last layer's node states [B, N, d]) of one forward pass."""
+    outputs, state = jax.jit(lambda p, s: encoder.apply(
+        {"params": p}, s, train=False, capture_intermediates=True, mutable=["intermediates"]))(
+        params, sentence)
+    last = f"layer_{encoder.config.num_layers - 1}"
+    return outputs, np.asarray(state["intermediates"][last]["__call__"][0])
+
+
+@pytest.mark.parametrize("boundary_tokens", [False, True])
+def test_decoder_memory_words_is_the_word_nodes_and_nodes_adds_the_hypernodes(boundary_tokens):
+    """"words" (Algorithm 1, line 6: H_k[:n]) hands the decoder the L' word nodes and their mask
+    only; "nodes" the word nodes and the hypernodes (the last layer's states but [CLS]); the
+    flag changes nothing else (same parameters, same token and sentence outputs)."""
+    outputs, nodes, params = {}, None, None
+    for memory in ("words", "nodes"):
+        model_cfg = base.model_config("phrase_transformer", **TINY, k=3, decoder_memory=memory,
+                                      boundary_tokens=boundary_tokens)
+        encoder, batch, examples, _ = featurized(model_cfg)
+        sentence = sentence_fields(batch, "sentence")
+        params = init(encoder, sentence) if params is None else params
+        outputs[memory], nodes = final_nodes(encoder, params, sentence)
+    length = sentence["tokens"].shape[1]
+    words = length + (2 if boundary_tokens else 0)
+    chex.assert_shape(outputs["words"]["memory"], (sentence["tokens"].shape[0], words, 8))
+    for row, example in enumerate(examples):
+        node_sets, real_words = reference_node_sets(example.sentences[0], length, "ngram", 3,
+                                                    boundary_tokens)
+        real = reference_adjacency(node_sets, real_words).any(axis=1)
+        np.testing.assert_array_equal(outputs["words"]["memory_mask"][row],
+                                      np.arange(words) < real_words)
+        np.testing.assert_array_equal(outputs["nodes"]["memory_mask"][row], real)
+    np.testing.assert_allclose(outputs["nodes"]["memory"], nodes[:, :-1], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(outputs["words"]["memory"], nodes[:, :words], rtol=1e-6,
+                               atol=1e-7)
+    for key in ("tokens", "sentence"):
+        np.testing.assert_array_equal(outputs["words"][key], outputs["nodes"][key])
+
+
+def translation_setup(decoder_memory: str):
+    """(Seq2Seq model, params, batch): a one-layer PhraseTransformer (k=2) and a one-layer
+    decoder on synthetic source/target pairs."""
+    sentences = [e.sentences[0] for e in generate(24, seed=6)][:16]
+    examples = [Example(sentences=(s,), target=t)
+                for s, t in zip(sentences[::2], sentences[1::2], strict=True)]
+    config = base.get_config("phrase_transformer,synthetic")
+    config.model.update(dict(TINY, decoder_memory=decoder_memory))
+    config.task.head.decoder.update(dict(model_dim=8, num_layers=1, num_heads=2, ff_dim=16,
+                                         dropout_rate=0.0))
+    vocab = Vocabulary.build(s.tokens for s in sentences)
+    featurizer = Featurizer(kind="translation", vocab=vocab, model_cfg=config.model,
+                            target_vocab=vocab)
+    batch = next(Batcher(featurizer.many(examples), batch_size=8, buckets=(32,),
+                         shuffle=False).epoch(0))
+    task = build_task("translation", config.task, target_vocab_size=len(vocab))
+    model = task.build_model(build_encoder(config.model, len(vocab)))
+    return model, init(model, batch), batch
+
+
+def moved_hypernodes(next_fun, args, kwargs, context):
+    """An interceptor: adds 1 to the hypernode states the encoder's (only) layer returns."""
+    out = next_fun(*args, **kwargs)
+    if not isinstance(context.module, PhraseTransformerLayer) or (
+            context.method_name != "__call__"):
+        return out
+    return out.at[:, args[2].num_words:-1].add(1.0)  # nodes: words, hypernodes, [CLS]
+
+
+@pytest.mark.parametrize("decoder_memory", ["words", "nodes"])
+def test_decoder_cross_attention_sees_exactly_the_memory_slots(decoder_memory):
+    """The decoder's memory attention has one key per word node under "words" (its weights are
+    positive exactly at the real words) and one per word or hypernode under "nodes"; moving the
+    encoder's final hypernode states leaves the decoder's logits unchanged under "words" only."""
+    model, params, batch = translation_setup(decoder_memory)
+
+    def run(intercept):
+        def forward(p, b):
+            return model.apply({"params": p}, b, train=False, mutable=["intermediates"])
+        if intercept:
+            with nn.intercept_methods(moved_hypernodes):
+                return forward(params, batch)
+        return forward(params, batch)
+
+    (logits, state), (moved, _) = run(False), run(True)
+    weights = np.asarray(state["intermediates"]["decoder"]["layer_0"]["memory_attention"][
+        "attention_weights"][0])  # [B, H, T, S]
+    lengths = np.asarray(batch["source/lengths"])
+    length = batch["source/tokens"].shape[1]
+    spans = ngram_spans(length, 2)
+    if decoder_memory == "words":
+        slots = np.arange(length) < lengths[:, None]
+    else:
+        slots = np.concatenate([np.arange(length) < lengths[:, None],
+                                spans[:, 1][None, :] < lengths[:, None]], axis=1)
+    assert weights.shape[-1] == slots.shape[1]
+    targets = np.arange(weights.shape[2]) < (np.asarray(batch["target/lengths"]) - 1)[:, None]
+    for row in range(len(lengths)):
+        seen = weights[row][:, targets[row]] > 0  # [H, T real, S]
+        np.testing.assert_array_equal(seen, np.broadcast_to(slots[row], seen.shape))
+    unchanged = np.allclose(logits["logits"], moved["logits"], rtol=0, atol=0)
+    assert unchanged == (decoder_memory == "words")
+
+
+# ----------------------------------------------------------------------------- boundary tokens
+
+
+def brute_force_hypernodes(ids: list[int], k: int, boundary_tokens: bool):
+    """(word node tokens, every n-gram of 2..k of them as a token tuple, by size then start)."""
+    nodes = [BOS, *ids, EOS] if boundary_tokens else list(ids)
+    grams = []
+    for size in range(2, k + 1):
+        for start in range(len(nodes)):
+            if start + size <= len(nodes):
+                grams.append(tuple(nodes[start:start + size]))
+    return nodes, grams
+
+
+@pytest.mark.parametrize("k, boundary_tokens", [(2, True), (3, True), (3, False)])
+def test_boundary_tokens_give_the_ngrams_of_the_wrapped_sentence(k, boundary_tokens):
+    """The hypernodes the model builds, read as token tuples, are a brute-force enumeration of
+    the n-grams of <s> w_1 .. w_n </s> (boundary_tokens) or of w_1 .. w_n; the encoder's `tokens`
+    output stays aligned with the words (<s> and </s> left out)."""
+    model_cfg = base.model_config("phrase_transformer", **TINY, k=k,
+                                  boundary_tokens=boundary_tokens)
+    encoder, batch, examples, _ = featurized(model_cfg)
+    sentence = sentence_fields(batch, "sentence")
+    nodes = source_nodes(encoder.config, sentence)
+    tokens, lengths = np.asarray(nodes.tokens), np.asarray(nodes.lengths)
+    members, valid = np.asarray(nodes.members), np.asarray(nodes.phrases.valid())
+    width = tokens.shape[1]
+    for row in range(len(examples)):
+        ids = [int(t) for t in sentence["tokens"][row][:sentence["lengths"][row]]]
+        want_nodes, want_grams = brute_force_hypernodes(ids, k, boundary_tokens)
+        assert tokens[row][:lengths[row]].tolist() == want_nodes
+        assert not tokens[row][lengths[row]:].any()
+        grams = [tuple(int(tokens[row][m]) for m in members[h] if m >= 0)
+                 for h in range(members.shape[0]) if valid[row, width + h]]
+        assert grams == want_grams
+    params = init(encoder, sentence)
+    outputs, final = final_nodes(encoder, params, sentence)
+    first = 1 if boundary_tokens else 0
+    real = np.arange(sentence["tokens"].shape[1]) < np.asarray(sentence["lengths"])[:, None]
+    np.testing.assert_array_equal(np.asarray(outputs["tokens"])[real],
+                                  final[:, first:first + real.shape[1]][real])
+    assert not np.asarray(outputs["tokens"])[~real].any()
+
+
+def test_boundary_tokens_keep_the_dependency_arcs():
+    """Dependency hypernodes under boundary_tokens: the same arcs (dependent, head), on the word
+    nodes shifted by <s>."""
+    model_cfg = base.model_config("phrase_transformer", **TINY, hypernodes="dependency",
+                                  boundary_tokens=True)
+    encoder, batch, examples, _ = featurized(model_cfg)
+    nodes = source_nodes(encoder.config, sentence_fields(batch, "sentence"))
+    members = np.asarray(nodes.members)
+    for row, example in enumerate(examples):
+        arcs = [[i + 1, head] for i, head in enumerate(example.sentences[0].heads) if head]
+        real = members[row][members[row, :, 0] >= 0]
+        assert sorted(real.tolist()) == sorted(arcs)
+
+
 @pytest.mark.parametrize("flags, phase2", [
     (dict(), "sparse"),
     (dict(k=3), "sparse"),
@@ -319,6 +506,9 @@ def test_a_directly_built_module_resolves_auto_too():
     (dict(phase2="gather"), "phase2='gather' is not one of auto, sparse, dense"),
     (dict(k=1), "model.k=1 is not an n-gram length >= 2"),
     (dict(hypernode_init="random"), "hypernode_init='random' is not one of zeros, mean"),
+    (dict(decoder_memory="hypernodes"),
+     "decoder_memory='hypernodes' is not one of words, nodes.*fix: --config.model.decoder_"),
+    (dict(boundary_tokens="yes"), "boundary_tokens='yes' is not a bool"),
 ])
 def test_bad_options_are_one_line_config_errors(flags, message):
     with pytest.raises(ConfigError, match=message) as error:

@@ -79,18 +79,26 @@ def relation_vocabulary(workdir: str | os.PathLike, model_cfg: ml_collections.Co
                         cache_dir: str | os.PathLike | None = None) -> RelationVocabulary | None:
     """The relation vocabulary of a model whose fields include "relations" (else None): read from
     `workdir/RELATIONS_FILE` when a previous run saved it, else built from the dependency trees
-    of the training sentences (parser and max_distance from `model_cfg`)."""
+    of the training sentences (parser, max_distance, keep_subtypes and relation_direction from
+    `model_cfg`)."""
     if "relations" not in structure_fields:
         return None
     saved = Path(workdir) / RELATIONS_FILE
+    direction = model_cfg.get("relation_direction", "split")
     if saved.is_file():
         vocab = RelationVocabulary.load(saved)
+        if vocab.direction != direction:
+            raise ConfigError(f"{saved} has {vocab.direction!r} relations but the config says "
+                              f"model.relation_direction={direction!r} (fix: "
+                              f"--config.model.relation_direction={vocab.direction}, or a new "
+                              "--workdir)")
     else:
         vocab = arrays.build_relation_vocab(
             [sentence for example in train for sentence in example.sentences],
             model_cfg.get("parser", "gold"),
             max_distance=model_cfg.get("max_distance", DEFAULT_MAX_DISTANCE),
-            keep_subtypes=model_cfg.get("keep_subtypes", False), cache_dir=cache_dir)
+            keep_subtypes=model_cfg.get("keep_subtypes", False), direction=direction,
+            cache_dir=cache_dir)
     capacity = model_cfg.get("num_relations")
     if capacity is not None and len(vocab) > capacity:
         raise ConfigError(f"the training trees have {len(vocab)} relations, more than "

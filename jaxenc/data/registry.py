@@ -130,6 +130,15 @@ def _read_sst5_phrases(folder: Path, split: str) -> list[Example]:
     return [phrase for tree in trees for phrase in sst.expand_phrases(tree)]
 
 
+def _read_sst2_phrases(folder: Path, split: str) -> list[Example]:
+    """Train: every non-neutral phrase, labelled 0/1, of every SST-2 train tree (the trees
+    without a neutral root, `sst.binary_phrases`); dev/test: the SST-2 sentences (= sst2_trees)."""
+    trees = sst.read_sst_trees(folder / f"{split}.txt", binary=True)
+    if split != "train":
+        return trees
+    return [phrase for tree in trees for phrase in sst.binary_phrases(tree)]
+
+
 def _read_snli(folder: Path, split: str) -> list[Example]:
     """`snli_1.0_<split>.jsonl`, else the one `snli_1.0_<split>*.jsonl` (e.g. a sample)."""
     exact = folder / f"snli_1.0_{split}.jsonl"
@@ -220,6 +229,9 @@ _register(DatasetInfo("sst5_phrases", "single", len(sst.SST5_LABELS), sst.SST5_L
 _register(DatasetInfo("sst2_trees", "single", len(sst.SST2_LABELS), sst.SST2_LABELS,
                       _TRAIN_DEV_TEST, "sst_ptb_trees"),
           _file_per_split(functools.partial(sst.read_sst_trees, binary=True), _SST_TREE_FILES))
+_register(DatasetInfo("sst2_phrases", "single", len(sst.SST2_LABELS), sst.SST2_LABELS,
+                      _TRAIN_DEV_TEST, "sst_ptb_trees"),
+          _read_sst2_phrases)
 
 for _name, _corpus in senteval_binary.CORPORA.items():
     _register(DatasetInfo(_name, "single", len(_corpus.label_names), _corpus.label_names,

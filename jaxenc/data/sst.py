@@ -6,7 +6,8 @@
   on every node, `(3 (2 (2 The) (2 Rock)) ...)`. An Example per tree: label = root label,
   `Sentence.tree` = the bracket string (labels kept), tokens = its leaves. `expand_phrases` turns a
   tree into an Example per labelled node, for phrase-level training; `repeat_emphasised` repeats
-  the non-neutral phrases and whole sentences among them (DiSAN's code does so 3x).
+  the non-neutral phrases and whole sentences among them (DiSAN's code does so 3x);
+  `binary_phrases` keeps the non-neutral ones with SST-2 labels (phrase-level SST-2 training).
 """
 
 from __future__ import annotations
@@ -78,6 +79,15 @@ def expand_phrases(example: Example) -> list[Example]:
     return [Example(sentences=(Sentence(tokens=tokens, text=" ".join(tokens), tree=bracketed),),
                     label=_sentiment(node, example.uid), uid=f"{example.uid}#{index}")
             for index, (node, tokens, bracketed) in enumerate(_labelled_nodes(tree))]
+
+
+def binary_phrases(example: Example) -> list[Example]:
+    """The non-neutral phrases of an SST tree Example (`expand_phrases`, same order and uids) with
+    SST-2 labels: 0-1 -> 0 (negative), 3-4 -> 1 (positive); neutral phrases are dropped (Tai et
+    al. 2015's binary setting, whose dependency Tree-LSTM is supervised at every node that has a
+    label)."""
+    return [dataclasses.replace(phrase, label=int(phrase.label > NEUTRAL))
+            for phrase in expand_phrases(example) if phrase.label != NEUTRAL]
 
 
 def repeat_emphasised(phrases: list[Example], repeats: int) -> list[Example]:

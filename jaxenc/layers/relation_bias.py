@@ -1,7 +1,11 @@
 """Gated relation scores of the Dependency-Transformer (Ma et al. 2022, eq. 1, 3-4), reduced.
 
 For head h, query node i, key node j with relation id rel_ij and relation vector r_ij = E[rel_ij]
-(E [R, d_r], row NONE fixed at zero):
+(E [R, d_r], row NONE fixed at zero). The ids come from the run's relation vocabulary
+(jaxenc/structures/relations.py): SELF, the arc labels (split into UP / DOWN by which end
+attends, or one per label with model.relation_direction="none"; both, and SELF, are
+interpretations: the paper only says adjacent nodes get "the arc labels"), the distance pairs
+(a, b) and NONE. This layer only gathers rows of E, whatever the layout:
 
     eq. 1:  S^r_ij = r_ij · V_r                                   (ungated)
     eq. 3:  S^r_ij = g_ij * (r_ij · V_r)                          V_g, V_r [d_r]

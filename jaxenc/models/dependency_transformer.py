@@ -17,6 +17,17 @@ encoder with the [root] output), "lr" (relation scores without the gate, no leve
 Ambiguities resolved here (config flags): the relation table is shared by the layers
 (`share_relations`, False = one per layer, as the spec allows); the gate reads the layer's input
 h_i (spec), not the per-head query projection; positions are sinusoidal (`positions`).
+The relation vocabulary (R ids, jaxenc/structures/relations.py) reads two things into Section 2.2
+and Fig. 2, which only say that adjacent nodes get "the arc labels" and nearby nodes their
+distances to the nearest common ancestor:
+- arc directions (`relation_direction`): "split" (default; the spec's layout) gives each label
+  two relations, (label, UP) when the dependent attends to its head and (label, DOWN) when the
+  head attends to its dependent; "none" gives each label one relation for both ends (the
+  caption taken literally: R shrinks by |labels| + 1). The ordered distance pairs (a, b) are
+  the same in both.
+- SELF on the diagonal, in both: a node is its own nearest common ancestor at distances (0, 0);
+  the paper says nothing of i == j, and SELF (not NONE) lets a node's attention to itself carry
+  a learned relation score like every other pair within the distance threshold.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ from jaxenc.models.config import StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.models.transformer import TransformerSizes, encoder_stack
 from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL, PARSER_NAMES
-from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE
+from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE, DIRECTIONS
 
 VARIANTS = ("transformer", "lr", "rg", "full")
 
@@ -54,6 +65,9 @@ class DependencyTransformerConfig(TransformerSizes):
       positions: "sinusoidal" (default), "learned" (max_positions rows) or "none".
       parser, max_distance, max_level, keep_subtypes: the structure options (spaCy trees by
         default; "gold" where the data has dependency trees).
+      relation_direction: "split" (an arc label is two relations, UP and DOWN, by which end
+        attends) or "none" (one relation per arc label); an interpretation either way (module
+        docstring). Saved with the relation vocabulary (its `direction`).
     """
 
     num_layers: int = 3
@@ -68,10 +82,13 @@ class DependencyTransformerConfig(TransformerSizes):
     max_distance: int = DEFAULT_MAX_DISTANCE
     max_level: int = DEFAULT_MAX_LEVEL
     keep_subtypes: bool = False
+    relation_direction: str = "split"
 
     def validate(self) -> None:
         require(self.variant in VARIANTS, "variant", self.variant,
                 f"is not one of {', '.join(VARIANTS)}", "full")
+        require(self.relation_direction in DIRECTIONS, "relation_direction",
+                self.relation_direction, f"is not one of {', '.join(DIRECTIONS)}", "split")
         require(self.positions in POSITIONS, "positions", self.positions,
                 f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
         require(self.parser in PARSER_NAMES and self.parser != "benepar", "parser", self.parser,

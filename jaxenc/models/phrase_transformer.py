@@ -1,7 +1,8 @@
 """PhraseTransformer (ICLR 2020 submission "Attention over phrases"), spec phrase_transformer.md.
 
 Nodes of a sentence in bucket length L (structures.md, "PhraseTransformer: hypernodes"):
-    [ L word nodes | M hypernodes | [CLS] ]                                      N = L + M + 1
+    [ L' word nodes | M hypernodes | [CLS] ]                                    N = L' + M + 1
+L' = L, or L + 2 with `boundary_tokens` (below: <s> and </s> are word nodes then);
 - word nodes: h^0 = Dropout(W_in e(w) + PE) (`jaxenc.layers.transformer.input_stage`);
 - hypernodes (eq. 1): every n-gram of 2..k words (`hypernodes="ngram"`; the spans are static for
   a bucket length, computed at trace time) or one per dependency arc (`"dependency"`, eq. 8, the
@@ -19,21 +20,40 @@ Each layer (Algorithm 1, lines 4-5, with the Transformer's sublayer wrapping, `r
 with A the eq. 6 adjacency built on device (`jaxenc.layers.masks.HypernodeMask`), phase 2 dense
 or sparse (`jaxenc.layers.phrase_attention`). Padding nodes (words past the length, n-grams that
 run past it, padded arcs) are masked as keys and zeroed after every layer; an empty row is all
-zeros, [CLS] included. Outputs: `tokens` = the word nodes, `sentence` = [CLS], `memory` = word
-nodes + hypernodes (what a seq2seq decoder attends), `memory_mask` = their real slots.
+zeros, [CLS] included.
+Outputs (B batch, L bucket length, L' = L + 2 with `boundary_tokens`, else L; M hypernodes):
+- `tokens` [B, L, d]: the states of the sentence's words, aligned with the input tokens (the
+  <s> / </s> nodes of `boundary_tokens` left out), zero past the length;
+- `sentence` [B, d]: [CLS];
+- `memory` / `memory_mask`: what a seq2seq decoder's cross-attention reads, by
+  `decoder_memory`: "words" (default) = Algorithm 1, line 6, "return H_k[:n]": the L' word nodes
+  [B, L', d] and bool[B, L'] (the real words, and <s> / </s> with `boundary_tokens`); "nodes" =
+  the word nodes and the hypernodes [B, L' + M, d] and their real slots bool[B, L' + M] (what
+  this encoder gave a decoder before the option existed: a run trained then decodes as it was
+  trained with --config.model.decoder_memory=nodes).
+`boundary_tokens` (default False) wraps the source as <s> w_1 .. w_n </s> (vocabulary ids BOS,
+EOS) on device before the nodes are built: <s> and </s> are word nodes (with positions 0 and
+n + 1), and the n-gram hypernodes of eq. 1 run over the n + 2 tokens, so "<s> w_1" and
+"w_n </s>" are phrases (dependency hypernodes keep their arcs; the boundary tokens have none).
+The paper's text never adds boundary tokens (eq. 1 is over the words w_1 .. w_n); only its
+Fig. 3, the attention of the Multi30k model, shows <s> and </s> as nodes and in hypernodes such
+as "<s> a" and ". </s>" (the authors' translation input, presumably), so the flag is off by
+default and off in the Multi30k configs, whose plain Transformer twin sees no boundary tokens.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxenc.data.vocab import BOS, EOS, PAD
 from jaxenc.layers.attention import MultiHeadAttention, gather_rows
-from jaxenc.layers.masks import HypernodeMask, masked_mean
+from jaxenc.layers.masks import HypernodeMask, length_mask, masked_mean
 from jaxenc.layers.phrase_attention import PHRASE_MASKS, WithinPhraseAttention
 from jaxenc.layers.transformer import FeedForward, input_stage
 from jaxenc.models.config import AUTO, StructureNeeds, require
@@ -44,6 +64,7 @@ from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans, spans_to
 HYPERNODES = ("ngram", "dependency")
 PHASE2 = (AUTO, "sparse", "dense")
 HYPERNODE_INITS = ("zeros", "mean")
+DECODER_MEMORIES = ("words", "nodes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +89,11 @@ class PhraseTransformerConfig(TransformerSizes):
       residual: the Transformer's residual + LayerNorm around each sublayer (the spec's choice;
         Algorithm 1 shows the bare attentions, which residual=False gives).
       feed_forward: a position-wise FFN sublayer after phase 2 (not in Algorithm 1).
+      decoder_memory: what a seq2seq decoder attends (module docstring): "words" (Algorithm 1,
+        line 6: H_k[:n], the word nodes) or "nodes" (the word nodes and the hypernodes).
+      boundary_tokens: wrap the source in <s> ... </s> before the nodes are built, so n-gram
+        hypernodes include the boundary tokens (Fig. 3; module docstring). False: the words only
+        (eq. 1).
     """
 
     hypernodes: str = "ngram"
@@ -79,15 +105,20 @@ class PhraseTransformerConfig(TransformerSizes):
     hypernode_init: str = "zeros"
     residual: bool = True
     feed_forward: bool = True
+    decoder_memory: str = "words"
+    boundary_tokens: bool = False
 
     def validate(self) -> None:
         for field, choices in (("hypernodes", HYPERNODES), ("phrase_mask", PHRASE_MASKS),
-                               ("phase2", PHASE2), ("hypernode_init", HYPERNODE_INITS)):
+                               ("phase2", PHASE2), ("hypernode_init", HYPERNODE_INITS),
+                               ("decoder_memory", DECODER_MEMORIES)):
             value = getattr(self, field)
             require(value in choices, field, value, f"is not one of {', '.join(choices)}",
                     choices[0])
         require(isinstance(self.k, int) and self.k >= 2, "k", self.k,
                 "is not an n-gram length >= 2", 2)
+        require(isinstance(self.boundary_tokens, bool), "boundary_tokens", self.boundary_tokens,
+                "is not a bool", False)
         require(self.phase2 != "sparse" or self.hypernodes == "ngram", "phase2", self.phase2,
                 "has no fixed neighbour list for dependency hypernodes (a head word has one "
                 "per dependent)", "dense")
@@ -108,7 +139,7 @@ class PhraseTransformerConfig(TransformerSizes):
 
 
 class PhraseTransformerLayer(nn.Module):
-    """One layer (module docstring): nodes [B, N, D] -> [B, N, D], N = L + M + 1 ([CLS] last)."""
+    """One layer (module docstring): nodes [B, N, D] -> [B, N, D], N = L' + M + 1 ([CLS] last)."""
 
     config: PhraseTransformerConfig
 
@@ -143,35 +174,75 @@ class PhraseTransformerLayer(nn.Module):
         return nodes * valid[..., None].astype(nodes.dtype)
 
 
+def wrap_boundaries(tokens: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """tokens int32[B, L], lengths int[B] -> (<s> w_1 .. w_n </s> int32[B, L + 2] PAD-padded,
+    lengths + 2); an empty row (length 0) stays empty."""
+    length = tokens.shape[1]
+    wrapped_lengths = jnp.where(lengths > 0, lengths + 2, 0).astype(lengths.dtype)
+    position = jnp.arange(length + 2)[None, :]
+    words = jnp.pad(tokens, ((0, 0), (1, 1)))  # w_i at position i (1-based)
+    wrapped = jnp.where(position == 0, BOS,
+                        jnp.where(position == lengths[:, None] + 1, EOS, words))
+    return (jnp.where(position < wrapped_lengths[:, None], wrapped, PAD).astype(tokens.dtype),
+            wrapped_lengths)
+
+
+class SourceNodes(NamedTuple):
+    """The node layout of a batch (module docstring), before any state is computed.
+
+    Attributes:
+      tokens: int32[B, L'] the word nodes' token ids (<s> w_1 .. w_n </s> with boundary_tokens).
+      lengths: int[B] the real word nodes (n + 2 with boundary_tokens, 0 for an empty row).
+      phrases: eq. 6 over the L' word nodes and the M hypernodes (`valid()` marks real nodes).
+      members: int32[(B,) M, K] each hypernode's word nodes (indices into `tokens`), -1 padded.
+    """
+
+    tokens: jax.Array
+    lengths: jax.Array
+    phrases: HypernodeMask
+    members: jax.Array
+
+
+def source_nodes(config: PhraseTransformerConfig, sentence: dict[str, jax.Array]) -> SourceNodes:
+    """The word nodes and hypernodes of `sentence` {tokens int32[B, L], lengths int32[B],
+    members int32[B, L, 2] for dependency hypernodes}: n-grams (eq. 1) of the word nodes, or one
+    hypernode per arc (eq. 8); with boundary_tokens, over <s> w_1 .. w_n </s>."""
+    tokens, lengths = sentence["tokens"], sentence["lengths"]
+    if config.boundary_tokens:
+        tokens, lengths = wrap_boundaries(tokens, lengths)
+    length = tokens.shape[1]
+    if config.hypernodes == "ngram":
+        spans = ngram_spans(length, config.k)
+        return SourceNodes(tokens, lengths,
+                           HypernodeMask(lengths, length, spans=jnp.asarray(spans)),
+                           jnp.asarray(spans_to_members(spans)))
+    members = sentence["members"]
+    if config.boundary_tokens:  # word i is node i + 1, after <s>
+        members = jnp.where(members >= 0, members + 1, members)
+    return SourceNodes(tokens, lengths, HypernodeMask(lengths, length, members=members), members)
+
+
 class PhraseTransformer(nn.Module):
     """{tokens int32[B, L], lengths int32[B], members int32[B, L, 2] (dependency hypernodes)}
-    -> {"tokens": [B, L, d], "sentence": [CLS] [B, d], "memory": [B, L + M, d],
-        "memory_mask": bool[B, L + M]} (float32 outputs whatever the compute dtype)."""
+    -> {"tokens": [B, L, d], "sentence": [CLS] [B, d], "memory": [B, L', d] ("words") or
+        [B, L' + M, d] ("nodes"), "memory_mask": bool[B, L'] or bool[B, L' + M]}, L' = L + 2
+    with boundary_tokens, else L (module docstring; float32 outputs whatever the compute
+    dtype)."""
 
     vocab_size: int
     config: PhraseTransformerConfig = PhraseTransformerConfig()
 
-    def _hypernodes(self, sentence: dict[str, jax.Array],
-                    length: int) -> tuple[HypernodeMask, jax.Array]:
-        """(eq. 6 mask over the L + M word and hypernodes, members int[(B,) M, K])."""
-        lengths = sentence["lengths"]
-        if self.config.hypernodes == "ngram":
-            spans = ngram_spans(length, self.config.k)
-            return (HypernodeMask(lengths, length, spans=jnp.asarray(spans)),
-                    jnp.asarray(spans_to_members(spans)))
-        members = sentence["members"]
-        return HypernodeMask(lengths, length, members=members), members
-
     @nn.compact
     def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
         cfg = self.config.resolved()  # a config built directly may still say phase2="auto"
-        tokens, lengths = sentence["tokens"], sentence["lengths"]
-        batch, length = tokens.shape
+        batch, num_tokens = sentence["tokens"].shape
+        first = 1 if cfg.boundary_tokens else 0  # the node of the first word
+        tokens, lengths, phrases, members = source_nodes(cfg, sentence)
+        length = tokens.shape[1]  # word nodes, L'
         words = input_stage(tokens, vocab_size=self.vocab_size, embed_dim=cfg.embed_dim,
                             model_dim=cfg.model_dim, dropout_rate=cfg.dropout_rate, train=train,
                             trainable_embeddings=not cfg.freeze_embeddings,
                             embedding_scale=cfg.embedding_scale, dtype=cfg.compute_dtype)
-        phrases, members = self._hypernodes(sentence, length)
         if cfg.hypernode_init == "mean":
             hyper = masked_mean(gather_rows(words, members), members >= 0).astype(words.dtype)
         else:
@@ -186,8 +257,13 @@ class PhraseTransformer(nn.Module):
         for layer in range(cfg.num_layers):
             nodes = PhraseTransformerLayer(cfg, name=f"layer_{layer}")(
                 nodes, valid, phrases, train=train, neighbours=neighbours)
-        return encoder_outputs(tokens=nodes[:, :length], sentence=nodes[:, -1],
-                               memory=nodes[:, :-1], memory_mask=valid[:, :-1])
+        word_states = nodes[:, first:first + num_tokens]
+        if cfg.boundary_tokens:  # </s> sits at the length: zero it with the padding
+            word_states = word_states * length_mask(sentence["lengths"], num_tokens)[
+                ..., None].astype(nodes.dtype)
+        memory = length if cfg.decoder_memory == "words" else nodes.shape[1] - 1
+        return encoder_outputs(tokens=word_states, sentence=nodes[:, -1],
+                               memory=nodes[:, :memory], memory_mask=valid[:, :memory])
 
 
 def structure_needs(config: PhraseTransformerConfig) -> StructureNeeds:

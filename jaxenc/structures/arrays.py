@@ -48,6 +48,9 @@ FIELD_TREES: dict[str, str] = {
     "relations": DEPENDENCY, "levels": DEPENDENCY, "heads": DEPENDENCY, "members": DEPENDENCY,
 }
 PARSER_NAMES = ("gold", "spacy", "spacy-constituency", "benepar")
+# A model's parser option left for its config to resolve (jaxenc.models.config.AUTO): "gold" where
+# the dataset ships the trees (jaxenc.training.validation), else `text_parser`.
+AUTO_PARSER = "auto"
 # PSAN's phrase division: the tree's (structures.md), equal-length phrases with the same counts
 # (Table 4, "w/o syntactic division"), or the whole sentence as one phrase at every level.
 DIVISIONS = ("syntactic", "equal", "sentence")
@@ -155,6 +158,14 @@ def _tree_of(trees: SentenceTrees, kind: str, fields: Sequence[str], sentence: S
     return tree
 
 
+def text_parser(fields: Sequence[str]) -> str:
+    """The parser of text without trees for `fields`: "spacy-constituency" when they need phrase
+    trees only, else "spacy" (which gives both kinds)."""
+    _check_fields(fields)
+    return "spacy-constituency" if {FIELD_TREES[field] for field in fields} == {
+        CONSTITUENCY} else "spacy"
+
+
 def parse_trees(sentences: Sequence[Sentence], fields: Sequence[str], parser: str = "gold", *,
                 cache_dir: str | os.PathLike | None = None) -> list[SentenceTrees]:
     """The trees `fields` need for every sentence, from `parser` (module docstring).
@@ -238,10 +249,14 @@ class StructureSpec:
     def from_config(cls, model_cfg: ml_collections.ConfigDict, fields: Sequence[str], *,
                     relation_vocab: relations.RelationVocabulary | None = None,
                     cache_dir: str | os.PathLike | None = None) -> StructureSpec:
-        """The spec of a model config: its keys named like the attributes override the defaults."""
+        """The spec of a model config: its keys named like the attributes override the defaults.
+        A `parser` still AUTO_PARSER (a config no training run resolved) reads `text_parser`'s
+        trees, which the model config resolves it to when no dataset makes it "gold"."""
         options = {field.name: model_cfg[field.name] for field in dataclasses.fields(cls)
                    if field.name in model_cfg and field.name not in ("fields", "relation_vocab",
                                                                      "cache_dir")}
+        if options.get("parser") == AUTO_PARSER:
+            options["parser"] = text_parser(fields)
         return cls(tuple(fields), relation_vocab=relation_vocab,
                    cache_dir=None if cache_dir is None else os.fspath(cache_dir), **options)
 
@@ -276,12 +291,13 @@ class StructureSpec:
 
 def build_relation_vocab(sentences: Sequence[Sentence], parser: str = "gold", *,
                          max_distance: int = relations.DEFAULT_MAX_DISTANCE,
-                         keep_subtypes: bool = False,
+                         keep_subtypes: bool = False, direction: str = "split",
                          cache_dir: str | os.PathLike | None = None,
                          ) -> relations.RelationVocabulary:
-    """The relation vocabulary of the dependency trees `parser` gives `sentences` (training)."""
+    """The relation vocabulary of the dependency trees `parser` gives `sentences` (training);
+    `direction`: relations.DIRECTIONS (arc relations with UP / DOWN, or one per label)."""
     trees = parse_trees(sentences, ("levels",), parser, cache_dir=cache_dir)
     return relations.RelationVocabulary.build((t.dependency for t in trees),
                                               max_distance=max_distance,
-                                              keep_subtypes=keep_subtypes)
+                                              keep_subtypes=keep_subtypes, direction=direction)
 

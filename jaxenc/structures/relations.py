@@ -3,12 +3,26 @@
 Implements shared/spec/structures.md, "Dependency-Transformer". A `[root]` node is prepended: word i
 (0-based) is node i+1 and head 0 means the root node. For "node i attends to node j":
 - i == j: SELF;
-- j is the head of i: (label(i), UP); i is the head of j: (label(j), DOWN);
+- j is the head of i: (label(i), UP); i is the head of j: (label(j), DOWN) (direction "split");
+  with direction "none" both are the one relation label(dependent);
 - otherwise, with a = dist(i, lca(i, j)) and b = dist(j, lca(i, j)), the pair (a, b) when
   a + b <= max_distance (siblings (1, 1), grandparent (2, 0), grandchild (0, 2), ...);
 - otherwise NONE (id 0: the model gives it a fixed zero vector). Padding (-1) is the batcher's.
 Labels are the universal part before ':' unless `keep_subtypes`; labels not seen when the vocabulary
-was built map to (UNK_LABEL, UP/DOWN), so the direction survives.
+was built map to UNK_LABEL ((UNK_LABEL, UP/DOWN) with "split", so the direction survives).
+
+What the paper fixes and what is read into it: Section 2.2 and the Fig. 2 caption say only that
+"for the adjacent nodes, we assign the relations to the arc labels in the dependency tree" and
+that nearby non-adjacent nodes get "their distances to the nearest common ancestor",
+concatenated. Two parts of this layout are interpretations:
+- the UP / DOWN split (`direction="split"`, the default, the spec's layout): the arc label plus
+  which end attends (dependent -> head or head -> dependent), two relations per label. The paper
+  names no direction; `direction="none"` is the literal reading, one relation per arc label for
+  both ends. The distance pairs stay ordered in both: (a, b) is the caption's concatenation, and
+  (2, 0) (grandparent) and (0, 2) (grandchild) differ whatever the arcs do.
+- SELF for the diagonal: the paper does not say what a node attending to itself gets. By the
+  distance rule a node is its own nearest common ancestor at distances (0, 0), within any
+  threshold, so SELF is that pair under its own name (not NONE); it is kept in both directions.
 """
 
 from __future__ import annotations
@@ -28,8 +42,10 @@ NONE_ID = 0
 SELF_ID = 1
 UNK_LABEL = "<unk>"
 UP, DOWN = "UP", "DOWN"
-FIRST_ARC_ID = 2  # (UNK_LABEL, UP); (label k, UP) is FIRST_ARC_ID + 2 k, its DOWN one more
+FIRST_ARC_ID = 2  # split: (UNK_LABEL, UP); (label k, UP) is FIRST_ARC_ID + 2 k, its DOWN one more;
+# none: label k is FIRST_ARC_ID + k (UNK_LABEL is label 0)
 DEFAULT_MAX_DISTANCE = 2
+DIRECTIONS = ("split", "none")  # arc relations with UP / DOWN, or one per label
 
 
 def distance_pairs(max_distance: int) -> list[tuple[int, int]]:
@@ -39,68 +55,86 @@ def distance_pairs(max_distance: int) -> list[tuple[int, int]]:
 
 @dataclasses.dataclass(frozen=True)
 class RelationVocabulary:
-    """Relation ids: NONE=0, SELF=1, then (label, UP), (label, DOWN) for UNK_LABEL and each label,
-    then the distance pairs (a, b) in `distance_pairs(max_distance)` order; `names[id]` spells them.
+    """Relation ids: NONE=0, SELF=1, then the arc relations of UNK_LABEL and each label ("split":
+    (label, UP), (label, DOWN), named "label/UP", "label/DOWN"; "none": one per label, named
+    "label"), then the distance pairs (a, b) in `distance_pairs(max_distance)` order; `names[id]`
+    spells them. R = 2 + (2 or 1) (|labels| + 1) + |distance pairs|.
 
     Attributes:
       labels: the known arc labels, sorted (normalised: universal part only unless keep_subtypes).
       max_distance: the largest a + b that gets a distance-pair relation.
       keep_subtypes: keep `nmod:poss` as is instead of `nmod`.
+      direction: one of DIRECTIONS, "split" (UP / DOWN arcs) or "none" (module docstring).
     """
 
     labels: tuple[str, ...]
     max_distance: int = DEFAULT_MAX_DISTANCE
     keep_subtypes: bool = False
+    direction: str = "split"
     names: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)
     _label_index: dict[str, int] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.max_distance < 1:
             raise ConfigError(f"max_distance={self.max_distance} (fix: use max_distance >= 1)")
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"relation direction {self.direction!r} is not one of "
+                              f"{', '.join(DIRECTIONS)} (fix: --config.model.relation_direction="
+                              "split)")
         arc_labels = (UNK_LABEL, *self.labels)
-        names = ["NONE", "SELF"] + [f"{label}/{way}" for label in arc_labels for way in (UP, DOWN)]
+        ways = (UP, DOWN) if self.direction == "split" else ("",)
+        names = ["NONE", "SELF"] + [f"{label}/{way}" if way else label
+                                    for label in arc_labels for way in ways]
         names += [f"({a},{b})" for a, b in distance_pairs(self.max_distance)]
         object.__setattr__(self, "_label_index", {label: i for i, label in enumerate(arc_labels)})
         object.__setattr__(self, "names", tuple(names))
 
     @classmethod
     def build(cls, trees: Iterable[DependencyTree], *, max_distance: int = DEFAULT_MAX_DISTANCE,
-              keep_subtypes: bool = False) -> RelationVocabulary:
+              keep_subtypes: bool = False, direction: str = "split") -> RelationVocabulary:
         """The vocabulary of every label in `trees` (the training trees)."""
         labels = {normalize_label(label, keep_subtypes) for tree in trees for label in tree.labels}
         labels.discard(UNK_LABEL)
-        return cls(tuple(sorted(labels)), max_distance, keep_subtypes)
+        return cls(tuple(sorted(labels)), max_distance, keep_subtypes, direction)
+
+    @property
+    def ids_per_label(self) -> int:
+        """Arc relations per label: 2 ("split": UP and DOWN) or 1 ("none")."""
+        return 2 if self.direction == "split" else 1
 
     def __len__(self) -> int:
         return len(self.names)
 
     def arc_ids(self, labels: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
-        """int32 ids of (label, UP) and (label, DOWN) for each label (unseen -> UNK_LABEL)."""
+        """int32 ids of (label, UP) and (label, DOWN) for each label (unseen -> UNK_LABEL); with
+        direction "none" the two are the same id, the label's."""
         index = np.array([self._label_index.get(normalize_label(label, self.keep_subtypes), 0)
                           for label in labels], dtype=np.int32)
-        up = FIRST_ARC_ID + 2 * index
-        return up, up + 1
+        up = FIRST_ARC_ID + self.ids_per_label * index
+        return up, up + (self.ids_per_label - 1)
 
     def pair_id(self, a: int, b: int) -> int:
         """The id of the distance pair (a, b), a + b in 2..max_distance, not (1, 0) / (0, 1)."""
         pairs = distance_pairs(self.max_distance)
-        return FIRST_ARC_ID + 2 * (len(self.labels) + 1) + pairs.index((a, b))
+        return FIRST_ARC_ID + self.ids_per_label * (len(self.labels) + 1) + pairs.index((a, b))
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes the vocabulary as JSON (saved with the model), atomically: the other
         processes of a multi-host run may read it meanwhile."""
         write_text_atomic(path, json.dumps({"labels": list(self.labels),
                                             "max_distance": self.max_distance,
-                                            "keep_subtypes": self.keep_subtypes}, indent=1))
+                                            "keep_subtypes": self.keep_subtypes,
+                                            "direction": self.direction}, indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> RelationVocabulary:
-        """Reads a vocabulary written by `save`."""
+        """Reads a vocabulary written by `save` (one saved before `direction` existed is
+        "split", the only layout there was)."""
         try:
             with open(path, encoding="utf-8") as source:
                 fields = json.load(source)
             return cls(tuple(fields["labels"]), int(fields["max_distance"]),
-                       bool(fields["keep_subtypes"]))
+                       bool(fields["keep_subtypes"]), str(fields.get("direction", "split")))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise DataError(f"not a relation vocabulary: {error}", path=path,
                             fix="write it with RelationVocabulary.save") from error

@@ -7,6 +7,12 @@ output (results.md).
 transformer_multi30k.py (task, data, optimiser, budget) at the paper's 6 layers, with the
 PhraseTransformer of the same sizes; that Transformer is the twin (`baselines.transformer`).
 Too slow for a CPU: phrase_transformer_multi30k_small.py is the one that trains on 2 cores.
+
+The decoder attends the encoder's word nodes only (model.decoder_memory="words", Algorithm 1
+returns H_k[:n]); --config.model.decoder_memory=nodes adds the hypernodes. The source is not
+wrapped in <s> ... </s> (model.boundary_tokens=False: the paper's text builds hypernodes over the
+words, and the twin sees no boundary tokens); --config.model.boundary_tokens=True gives the
+"<s> a" and ". </s>" hypernodes that the paper's Fig. 3 shows.
 """
 
 from __future__ import annotations
