@@ -122,12 +122,19 @@ def np_feed_forward_norm(x: np.ndarray, p: dict) -> np.ndarray:
     return np_layer_norm(out + x, p["ffn_norm"])
 
 
-def np_encoder(words: list[int], p: dict, relu: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(h [n, d_m], z = [max; mean] [2, d_m]) of one unpadded sentence, eq. 1-14."""
-    x = np.asarray(p["embed"]["embedding"])[words] + np_sinusoid(len(words), TINY["embed_dim"])
-    a = np_attention(x, x, np.ones((len(words),) * 2, bool), p["self_attention"], relu)  # eq. 8
+def np_encoder(words: list[int], p: dict, relu: bool,
+               end_token: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(h [n (+ 1), d_m], z = [max; mean] [2, d_m]) of one unpadded sentence, eq. 1-14; with
+    `end_token` the encoder reads words + [EOS] and pools over all n + 1 positions."""
+    read = [*words, EOS] if end_token else list(words)
+    x = np.asarray(p["embed"]["embedding"])[read] + np_sinusoid(len(read), TINY["embed_dim"])
+    a = np_attention(x, x, np.ones((len(read),) * 2, bool), p["self_attention"], relu)  # eq. 8
     h = np_feed_forward_norm(np_layer_norm(a, p["attention_norm"]), p)  # eq. 9-11
-    return h, np.stack([h.max(0), h.mean(0)])
+    z = np.zeros((2, h.shape[1]))
+    for d in range(h.shape[1]):  # eq. 12-14, a loop over the read positions
+        z[0, d] = max(h[t, d] for t in range(len(read)))
+        z[1, d] = sum(h[t, d] for t in range(len(read))) / len(read)
+    return h, z
 
 
 def np_decoder(inputs: list[int], z: np.ndarray, table: np.ndarray, p: dict,
@@ -147,9 +154,10 @@ def np_decoder(inputs: list[int], z: np.ndarray, table: np.ndarray, p: dict,
 SENTENCES = [[7, 8, 9], [10, 11, 12, 13, 14, 15], [16], [], [17, 18, 19, 20]]
 
 
-@pytest.mark.parametrize("relu", [True, False])
-def test_encoder_and_decoder_equal_numpy_loops(relu, noisy_params):
-    model = seq2seq_model(relu_projections=relu, dropout_rate=0.3)  # train=False ignores it
+@pytest.mark.parametrize("relu,end_token", [(True, True), (False, True), (True, False)])
+def test_encoder_and_decoder_equal_numpy_loops(relu, end_token, noisy_params):
+    model = seq2seq_model(relu_projections=relu, dropout_rate=0.3,  # train=False ignores it
+                          end_token=end_token)
     batch = seq2seq_batch(SENTENCES, 8)
     params = noisy_params(model, batch, seed=3)
     encoded = model.apply({"params": params}, batch, train=False,
@@ -168,8 +176,9 @@ def test_encoder_and_decoder_equal_numpy_loops(relu, noisy_params):
             np.testing.assert_array_equal(encoded["sentence"][row], 0.0)
             assert not np.asarray(encoded["memory_mask"][row]).any()
             continue
-        h, z = np_encoder(words, params["encoder"], relu)
-        np.testing.assert_allclose(encoded["tokens"][row, :len(words)], h, rtol=2e-4, atol=2e-4)
+        h, z = np_encoder(words, params["encoder"], relu, end_token)
+        np.testing.assert_allclose(encoded["tokens"][row, :len(words)], h[:len(words)],
+                                   rtol=2e-4, atol=2e-4)
         np.testing.assert_array_equal(encoded["tokens"][row, len(words):], 0.0)
         np.testing.assert_allclose(encoded["memory"][row], z, rtol=2e-4, atol=2e-4)
         assert np.asarray(encoded["memory_mask"][row]).all()
@@ -180,6 +189,69 @@ def test_encoder_and_decoder_equal_numpy_loops(relu, noisy_params):
         np.testing.assert_allclose(logits[row, :len(words) + 1], expected, rtol=2e-4, atol=2e-4)
 
 
+def np_with_end_token(tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A loop: each non-empty row's words, then EOS, then PAD, one column wider."""
+    out = np.zeros((tokens.shape[0], tokens.shape[1] + 1), np.int32)
+    new_lengths = lengths.copy()
+    for row, length in enumerate(lengths):
+        out[row, :length] = tokens[row, :length]
+        if length:
+            out[row, length] = EOS
+            new_lengths[row] = length + 1
+    return out, new_lengths
+
+
+@pytest.mark.parametrize("end_token", [True, False])
+def test_end_token_is_read_and_pooled_in_a_training_batch(end_token, tmp_path, noisy_params):
+    """A batch made by the featurizer and batcher from corpus sentences: with the flag the
+    encoder reads EOS after the last word (the embedding stage looks up the EOS row there) and
+    pools over words + EOS; without it, over the words only. The pooled slots equal a numpy
+    max / mean over exactly those positions."""
+    words = ["the", "dog", "runs", "on", "grass", "a", "cat", "sleeps"]
+    vocab = Vocabulary.build([words])
+    examples = [Example(sentences=(Sentence(tokens=tuple(t)),), uid=str(i)) for i, t in
+                enumerate([words[:3], words[:8], words[5:], words[1:6]])]
+    featurizer = Featurizer(kind="unlabelled", vocab=vocab, model_cfg=model_cfg(),
+                            target_vocab=vocab)
+    batch = next(Batcher(featurizer.many(examples), batch_size=5, buckets=(10,),
+                         shuffle=False).epoch(0))  # 4 sentences and a filler row
+    tokens, lengths = batch["source/tokens"], batch["source/lengths"]
+    assert tokens.shape == (5, 10) and lengths.tolist() == [3, 8, 3, 5, 0]
+    for width in (8, 10):  # 8: a row of as many words as columns gets the extra column
+        np.testing.assert_array_equal(
+            np.asarray(meanmax_aae.with_end_token(tokens[:, :width], lengths)[0]),
+            np_with_end_token(tokens[:, :width], lengths)[0])
+    model = build_task("unlabelled", task_cfg(), target_vocab_size=len(vocab)).build_model(
+        build_encoder(model_cfg(end_token=end_token), len(vocab)))
+    params = noisy_params(model, batch, seed=6)
+    encoded, state = model.apply({"params": params}, batch, train=False,
+                                 method=type(model).encode, capture_intermediates=True)
+    captured = state["intermediates"]["encoder"]
+    embedded = np.asarray(captured["embed"]["__call__"][0])  # table[ids], the ids read
+    h = np.asarray(captured["ffn_norm"]["__call__"][0])  # eq. 10-11 before the padding mask
+    table = np.asarray(params["encoder"]["embed"]["embedding"])
+    read, read_lengths = (np_with_end_token(tokens, lengths) if end_token
+                          else (tokens, lengths))
+    assert embedded.shape[1] == 10 + end_token
+    for row, length in enumerate(lengths):
+        count = int(read_lengths[row])
+        np.testing.assert_allclose(embedded[row, :count], table[read[row, :count]], rtol=1e-6)
+        if end_token and length:
+            assert read[row, length] == EOS and read_lengths[row] == length + 1
+        else:
+            assert EOS not in read[row].tolist()
+        if not count:
+            np.testing.assert_array_equal(encoded["memory"][row], 0.0)
+            continue
+        expected_max = np.array([max(h[row, t, d] for t in range(count))
+                                 for d in range(h.shape[2])])
+        expected_mean = np.array([sum(h[row, t, d] for t in range(count)) / count
+                                  for d in range(h.shape[2])])
+        np.testing.assert_allclose(encoded["memory"][row], [expected_max, expected_mean],
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(encoded["tokens"][row, length:], 0.0)  # words only
+
+
 def test_relu_flag_changes_the_encoder(noisy_params):
     batch = seq2seq_batch(SENTENCES, 8)
     params = noisy_params(seq2seq_model(), batch, seed=3)["encoder"]
@@ -188,17 +260,23 @@ def test_relu_flag_changes_the_encoder(noisy_params):
     assert not np.allclose(*outputs, atol=1e-3)
 
 
-def test_masked_pooling_ignores_padding(noisy_params):
-    encoder = build_encoder(model_cfg(positions="learned"), VOCAB)
+@pytest.mark.parametrize("end_token", [True, False])
+def test_masked_pooling_ignores_padding(end_token, noisy_params):
+    encoder = build_encoder(model_cfg(positions="learned", end_token=end_token), VOCAB)
     short, long = seq2seq_batch(SENTENCES, 8), seq2seq_batch(SENTENCES, 32)
     params = noisy_params(encoder, source(short), seed=1)
     apply = jax.jit(functools.partial(encoder.apply, train=False))
     out8, out32 = apply({"params": params}, source(short)), apply({"params": params}, source(long))
-    for key in ("sentence", "memory", "memory_mask"):
-        np.testing.assert_allclose(out8[key], out32[key], rtol=1e-5, atol=1e-6)
+    for key in ("tokens", "sentence", "memory", "memory_mask"):
+        np.testing.assert_allclose(out8[key], out32[key][:, :out8[key].shape[1]], rtol=1e-5,
+                                   atol=1e-6)
     # padding states that would win the max or shift the mean are never pooled
-    h = np.asarray(out32["tokens"]).copy()
-    real = np.arange(32) < np.asarray(long["source/lengths"])[:, None]
+    _, state = encoder.apply({"params": params}, source(long), train=False,
+                             capture_intermediates=True)
+    h = np.asarray(state["intermediates"]["ffn_norm"]["__call__"][0]).copy()  # [B, 32 (+ 1), D]
+    lengths = np.asarray(long["source/lengths"])
+    read = lengths + (end_token & (lengths > 0))
+    real = np.arange(h.shape[1]) < read[:, None]
     h[~real] = 1e6
     np.testing.assert_allclose(meanmax_aae.pool(jnp.asarray(h), jnp.asarray(real), "meanmax"),
                                out8["memory"], rtol=1e-5, atol=1e-6)
@@ -540,8 +618,10 @@ def test_paper_and_small_configs():
     assert (paper.optim.name, paper.optim.learning_rate, paper.optim.b2, paper.optim.eps,
             paper.optim.clip_norm, paper.data.batch_size) == ("adam", 2e-4, 0.98, 1e-8, 5.0, 64)
     assert paper.data.oov == "drop" and paper.data.expand_vocabulary
+    assert paper.data.corpus_oov == "drop_sentences" and paper.model.end_token  # the authors'
     small = importlib_config("meanmax_aae_small")
     assert small.model.model_dim < paper.model.model_dim and small.data.oov == "drop"
+    assert small.data.corpus_oov == "drop_words" and small.model.end_token
 
 
 def importlib_config(name: str) -> ml_collections.ConfigDict:

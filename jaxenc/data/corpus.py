@@ -12,15 +12,29 @@ data.py) then apply:
 - vocabulary = the training words seen at least data.min_count times that have a vector in
   data.embeddings (the most frequent data.max_vocab of them when > 0): pass 1 counts, the
   vectors file is read once for the candidates;
-- pass 2 keeps the sentences all of whose words are in it and drops the others (OOV sentences,
-  counted per split); held-out sentences with a word that no kept training sentence has are
-  dropped too. The training vocabulary is then the words of the kept training sentences, which
-  `jaxenc.training.loop.build_vocabularies` takes whole (`filtered`), as the counts and the
-  vectors were applied here.
+- pass 2 applies data.corpus_oov to the words outside it (`OOV_RULES`; the Mean-Max AAE configs
+  set it, a config without the key gets the default):
+  "drop_sentences" (default; the authors' data.py: `sent_judge` refuses a sentence with a word
+  outside word2idx) drops such a sentence; "drop_words" drops the words and keeps the sentence
+  (what the authors' `prepare_data` does to a sentence it encodes, and what an encoder trained
+  here does at encode time under data.oov="drop"), dropping only a sentence left without a
+  word; "unk" writes `UNK_TOKEN` in their place (needs data.oov="random" or "hashed", which
+  keep <unk> in the encoder's input). The training words are then the words of the kept
+  training sentences; held-out sentences get the same rule against them (a word no kept
+  training sentence has would be unknown). `jaxenc.training.loop.build_vocabularies` takes the
+  training words whole (`filtered`), as the counts and the vectors were applied here.
 
 The kept sentences are returned as Examples ({"train", "dev", "test"}); `CorpusReport` says what
-was read, kept and dropped. `python -m jaxenc.data.corpus` writes the sentences of registered
-datasets as such a file (the small Mean-Max AAE config trains on one).
+was read, kept and dropped: sentences and words per split.
+
+`python -m jaxenc.data.corpus` writes the sentences of registered datasets as such a file (the
+small Mean-Max AAE config trains on one). By default (`--exclude transfer`) no transfer-task
+sentence goes in: the sources (`DEFAULT_SOURCES`) are datasets that are no transfer task, and
+every line whose normalised form (`normalise`: lower-cased, whitespace collapsed) is a sentence
+of a transfer task (`TRANSFER_DATASETS`, every split, as far as the data root has it) is left
+out and counted (`BuildReport`). `--exclude none` with `--datasets` naming
+`TRANSFER_TRAIN_SOURCES` too builds the corpus that included the transfer tasks' training
+sentences (SST-2, SICK, TREC, MRPC train; SST's Rotten Tomatoes snippets are MR's and SUBJ's).
 """
 
 from __future__ import annotations
@@ -36,17 +50,20 @@ from pathlib import Path
 
 import ml_collections
 
-from jaxenc.data import registry
+from jaxenc.data import paths, registry
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import Line, tokenize
-from jaxenc.data.vocab import SPECIAL_TOKENS, Vocabulary
+from jaxenc.data.vocab import SPECIAL_TOKENS, UNK, Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.structures.trees import unescape_ptb
 
 NAME = registry.CORPUS  # the dataset name
 MIN_TOKENS, MAX_TOKENS = 4, 32  # the authors' minlen / maxlen
 SPLITS = registry.DATASETS[NAME].splits  # ("train", "dev", "test")
+OOV_RULES = ("drop_sentences", "drop_words", "unk")  # data.corpus_oov (module docstring)
+DEFAULT_OOV = "drop_sentences"  # the authors' data.py
+UNK_TOKEN = SPECIAL_TOKENS[UNK]  # "<unk>", what "unk" writes for a word outside the vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +140,8 @@ class CorpusOptions:
       max_vocab: keep the most frequent words only (0: all).
       dev_fraction, test_fraction: the held-out shares; seed: their draw.
       min_tokens, max_tokens: the sentence lengths kept.
+      oov: what happens to a sentence with words outside the vocabulary, one of `OOV_RULES`
+        (data.corpus_oov; module docstring).
     """
 
     files: tuple[Path, ...]
@@ -136,8 +155,12 @@ class CorpusOptions:
     seed: int = 0
     min_tokens: int = MIN_TOKENS
     max_tokens: int = MAX_TOKENS
+    oov: str = DEFAULT_OOV
 
     def __post_init__(self):
+        if self.oov not in OOV_RULES:
+            raise ConfigError(f"data.corpus_oov={self.oov!r} is not one of {', '.join(OOV_RULES)} "
+                              f"(fix: --config.data.corpus_oov={DEFAULT_OOV})")
         if not self.vectors:
             raise ConfigError("the corpus vocabulary is the frequent words that have a vector, "
                               "and data.embeddings is empty (fix: --config.data.embeddings="
@@ -151,22 +174,33 @@ class CorpusOptions:
     @classmethod
     def from_config(cls, config: ml_collections.ConfigDict) -> CorpusOptions:
         data = config.data
+        oov = data.get("corpus_oov", DEFAULT_OOV)  # a config without the key: the default
+        if oov == "unk" and data.oov == "drop":
+            raise ConfigError("data.corpus_oov='unk' writes <unk>, which data.oov='drop' removes "
+                              "from the encoder's input (fix: --config.data.oov=random, or "
+                              "--config.data.corpus_oov=drop_words)")
         return cls(files=tuple(corpus_paths(data.corpus_files)), vectors=data.embeddings,
                    lowercase=data.lowercase, lowercase_fallback=data.lowercase_fallback,
                    min_count=data.min_count, max_vocab=data.max_vocab,
                    dev_fraction=config.task.dev_fraction, test_fraction=config.task.test_fraction,
-                   seed=config.train.seed)
+                   seed=config.train.seed, oov=oov)
 
 
 @dataclasses.dataclass(frozen=True)
 class CorpusReport:
-    """What reading a corpus kept and dropped; `print(report)` shows it.
+    """What reading a corpus kept and dropped; `print(report)` shows it (one line).
 
     Attributes:
       lines: non-blank lines read; too_short / too_long: of those, outside the token range.
       candidates: training words seen at least min_count times; without_vector: of those, not
-        in the vectors file; vocabulary: the final vocabulary's words.
-      kept, dropped_oov: sentences per split kept, and dropped for a word outside the vocabulary.
+        in the vectors file; vocabulary: the final vocabulary's words (the kept training
+        sentences' words).
+      oov: the rule applied to words outside the vocabulary (data.corpus_oov).
+      kept, dropped_oov: sentences per split kept, and dropped for words outside the
+        vocabulary (every such sentence under "drop_sentences"; under "drop_words" those left
+        without a word; none under "unk").
+      words: tokens per split of the sentences in the token range; oov_words: of those, outside
+        the vocabulary (dropped with their sentence, dropped from it, or written as <unk>).
     """
 
     lines: int
@@ -177,14 +211,28 @@ class CorpusReport:
     vocabulary: int
     kept: dict[str, int]
     dropped_oov: dict[str, int]
+    oov: str = DEFAULT_OOV
+    words: dict[str, int] = dataclasses.field(default_factory=dict)
+    oov_words: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def kept_fraction(self) -> float:
+        """The kept sentences (all splits) over the lines read."""
+        return sum(self.kept.values()) / max(self.lines, 1)
 
     def __str__(self) -> str:
-        per_split = ", ".join(f"{split} {self.kept[split]:,} kept / {self.dropped_oov[split]:,} "
+        fate = {"drop_sentences": "their sentences dropped", "drop_words": "dropped from their "
+                "sentences", "unk": "written as <unk>"}[self.oov]
+        sentences = ", ".join(f"{split} {self.kept[split]:,} kept / {self.dropped_oov[split]:,} "
                               "dropped" for split in SPLITS)
+        words = ", ".join(f"{split} {self.oov_words.get(split, 0):,} of "
+                          f"{self.words.get(split, 0):,}" for split in SPLITS)
         return (f"corpus: {self.lines:,} lines, {self.too_short:,} shorter and {self.too_long:,} "
                 f"longer than the token range; vocabulary {self.vocabulary:,} words "
                 f"({self.candidates:,} frequent, {self.without_vector:,} of them without a "
-                f"vector); sentences with a word outside it dropped: {per_split}")
+                f"vector); data.corpus_oov={self.oov}: words outside it ({fate}): {words}; "
+                f"sentences: {sentences}; {sum(self.kept.values()):,} of {self.lines:,} lines "
+                f"kept ({100 * self.kept_fraction:.1f}%)")
 
 
 def _sentences(options: CorpusOptions, counts: collections.Counter[str]
@@ -226,16 +274,22 @@ def _vocabulary_candidates(options: CorpusOptions) -> tuple[list[str], list[str]
     return candidates, [word for word, has in zip(candidates, found, strict=True) if has]
 
 
-def _keep_trained_words(splits: dict[str, list[Example]],
-                        dropped: collections.Counter[str]) -> set[str]:
-    """The words of the kept training sentences (the vocabulary); held-out sentences with
-    another word are dropped (it would be unknown)."""
-    words = {token for example in splits["train"] for token in example.sentences[0].tokens}
-    for split in ("dev", "test"):
-        kept = [e for e in splits[split] if words.issuperset(e.sentences[0].tokens)]
-        dropped[split] += len(splits[split]) - len(kept)
-        splits[split] = kept
-    return words
+def apply_oov_rule(tokens: tuple[str, ...], known: set[str] | frozenset[str],
+                   rule: str) -> tuple[tuple[str, ...] | None, int]:
+    """(the sentence's tokens as trained, or None when `rule` drops the sentence; how many of
+    `tokens` are outside `known`) under one of `OOV_RULES`."""
+    outside = sum(token not in known for token in tokens)
+    if not outside:
+        return tokens, 0
+    if rule == "drop_sentences":
+        return None, outside
+    if rule == "drop_words":
+        return tuple(token for token in tokens if token in known) or None, outside
+    return tuple(token if token in known else UNK_TOKEN for token in tokens), outside
+
+
+def _example(line: Line, tokens: tuple[str, ...]) -> Example:
+    return Example(sentences=(Sentence(tokens=tokens, text=line.text),), uid=line.uid)
 
 
 def load_corpus(options: CorpusOptions) -> tuple[dict[str, list[Example]], CorpusReport]:
@@ -244,26 +298,44 @@ def load_corpus(options: CorpusOptions) -> tuple[dict[str, list[Example]], Corpu
     vocabulary = set(with_vector[:options.max_vocab] if options.max_vocab > 0 else with_vector)
     read: collections.Counter[str] = collections.Counter()
     dropped: collections.Counter[str] = collections.Counter()
+    words: collections.Counter[str] = collections.Counter()
+    outside: collections.Counter[str] = collections.Counter()
     splits: dict[str, list[Example]] = {split: [] for split in SPLITS}
+    held_out: list[tuple[str, Line, tuple[str, ...]]] = []
     for split, line, tokens in _sentences(options, read):  # pass 2
-        if vocabulary.issuperset(tokens):
-            splits[split].append(Example(sentences=(Sentence(tokens=tokens, text=line.text),),
-                                         uid=line.uid))
-        else:
+        words[split] += len(tokens)
+        if split != "train":  # judged against the kept training sentences' words, below
+            held_out.append((split, line, tokens))
+            continue
+        kept, unknown = apply_oov_rule(tokens, vocabulary, options.oov)
+        outside[split] += unknown
+        if kept is None:
             dropped[split] += 1
-    words = _keep_trained_words(splits, dropped)
+        else:
+            splits[split].append(_example(line, kept))
+    trained = {token for example in splits["train"] for token in example.sentences[0].tokens}
+    known = trained - {UNK_TOKEN}
+    for split, line, tokens in held_out:
+        kept, unknown = apply_oov_rule(tokens, known, options.oov)
+        outside[split] += unknown
+        if kept is None:
+            dropped[split] += 1
+        else:
+            splits[split].append(_example(line, kept))
     for split, examples in splits.items():
         if not examples:
             raise DataError(f"no {split} sentence of {options.min_tokens}..{options.max_tokens} "
-                            "tokens has all its words in the vocabulary",
+                            f"tokens is left under data.corpus_oov={options.oov}",
                             path=",".join(map(str, options.files)),
-                            fix="give a larger corpus, word vectors that cover it, or larger "
+                            fix="give a larger corpus, word vectors that cover it, "
+                                "--config.data.corpus_oov=drop_words, or larger "
                                 "--config.task.dev_fraction / test_fraction")
     report = CorpusReport(
         lines=read["lines"], too_short=read["too_short"], too_long=read["too_long"],
         candidates=len(candidates), without_vector=len(candidates) - len(with_vector),
-        vocabulary=len(words), kept={s: len(splits[s]) for s in SPLITS},
-        dropped_oov={s: dropped[s] for s in SPLITS})
+        vocabulary=len(trained), kept={s: len(splits[s]) for s in SPLITS},
+        dropped_oov={s: dropped[s] for s in SPLITS}, oov=options.oov,
+        words={s: words[s] for s in SPLITS}, oov_words={s: outside[s] for s in SPLITS})
     return splits, report
 
 
@@ -288,40 +360,160 @@ def dataset_sentences(examples: Iterable[Example]) -> Iterator[str]:
             yield " ".join(map(unescape_ptb, sentence.tokens))
 
 
+def normalise(line: str) -> str:
+    """The form two sentences are compared in: lower-cased, whitespace collapsed to one space."""
+    return " ".join(line.lower().split())
+
+
+# The datasets of jaxenc.evaluation.transfer.TASKS (tests keep the two in step).
+TRANSFER_DATASETS = ("mr", "cr", "subj", "mpqa", "sst2", "sst5", "trec", "mrpc", "sick_e",
+                     "sick_r", "sts12", "sts13", "sts14", "sts15", "sts16", "stsb")
+
+
+@dataclasses.dataclass(frozen=True)
+class TransferSentences:
+    """The normalised sentences of the transfer tasks a data root has.
+
+    Attributes:
+      normalised: `normalise`d sentences of every split of every dataset read.
+      checked: the datasets read; missing: those without a data folder under the root (or a
+        split that could not be read: "name:split").
+    """
+
+    normalised: frozenset[str]
+    checked: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+def transfer_sentences(data_dir: str | os.PathLike | None = None,
+                       datasets: Sequence[str] = TRANSFER_DATASETS) -> TransferSentences:
+    """Every sentence of every split of `datasets` (transfer tasks) under the data root,
+    normalised; a dataset whose folder is absent is listed as missing, not an error."""
+    root = paths.data_dir(data_dir)
+    found: set[str] = set()
+    checked, missing = [], []
+    for name in datasets:
+        info = registry.DATASETS[name]
+        if info.folder is None or not (root / info.folder).is_dir():
+            missing.append(name)
+            continue
+        for split in info.splits:
+            try:
+                examples = registry.load(name, split, root)
+            except DataError as error:
+                log.warning("transfer task %s:%s not read: %s", name, split, error)
+                missing.append(f"{name}:{split}")
+                continue
+            found.update(map(normalise, dataset_sentences(examples)))
+        checked.append(name)
+    return TransferSentences(frozenset(found), tuple(checked), tuple(missing))
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildReport:
+    """What `build_corpus` wrote; `print(report)` shows it (one line).
+
+    Attributes:
+      out: the corpus file. written: the lines written (distinct). repeats: lines not written
+        because the same line was seen before.
+      overlap: the distinct normalised source sentences that are transfer-task sentences, not
+        written (= |normalise(sources) & transfer sentences|); overlap_by_source: per source,
+        the ones first seen there.
+      checked, missing: the transfer datasets compared against / absent (None: no comparison).
+    """
+
+    out: str
+    written: int
+    repeats: int
+    overlap: int
+    overlap_by_source: dict[str, int]
+    checked: tuple[str, ...] | None
+    missing: tuple[str, ...] | None
+
+    def __str__(self) -> str:
+        if self.checked is None:
+            excluded = "transfer-task sentences not excluded (--exclude none)"
+        else:
+            by_source = ", ".join(f"{name} {count:,}" for name, count in
+                                  self.overlap_by_source.items() if count) or "none"
+            excluded = (f"left out {self.overlap:,} transfer-task sentences (lower-cased, "
+                        f"whitespace collapsed; by source: {by_source}); transfer datasets "
+                        f"compared: {', '.join(self.checked) or 'none'}")
+            if self.missing:
+                excluded += f"; without data here: {', '.join(self.missing)}"
+        return (f"wrote {self.written:,} sentences to {self.out} ({self.repeats:,} repeated "
+                f"lines skipped); {excluded}")
+
+
+def build_corpus(sources: Iterable[tuple[str, Iterable[str]]], out: str | os.PathLike,
+                 transfer: TransferSentences | None = None) -> BuildReport:
+    """Writes the distinct lines of the (name, lines) `sources` in first-seen order, UTF-8, one
+    a line, leaving out those whose normalised form is in `transfer` (None: none left out)."""
+    seen: set[str] = set()
+    overlap: set[str] = set()
+    by_source: dict[str, int] = {}
+    written = repeats = 0
+    with Path(out).open("w", encoding="utf-8") as file:
+        for name, lines in sources:
+            by_source.setdefault(name, 0)
+            for line in lines:
+                if not line:
+                    continue
+                if line in seen:
+                    repeats += 1
+                    continue
+                seen.add(line)
+                key = normalise(line)
+                if transfer is not None and key in transfer.normalised:
+                    if key not in overlap:
+                        overlap.add(key)
+                        by_source[name] += 1
+                    continue
+                file.write(line + "\n")
+                written += 1
+    return BuildReport(out=str(out), written=written, repeats=repeats, overlap=len(overlap),
+                       overlap_by_source=by_source,
+                       checked=None if transfer is None else transfer.checked,
+                       missing=None if transfer is None else transfer.missing)
+
+
 def write_corpus(lines: Iterable[str], out: str | os.PathLike) -> int:
     """Writes the distinct `lines` in first-seen order, UTF-8, one a line; returns how many."""
-    seen: set[str] = set()
-    with Path(out).open("w", encoding="utf-8") as file:
-        for line in lines:
-            if line and line not in seen:
-                seen.add(line)
-                file.write(line + "\n")
-    return len(seen)
+    return build_corpus([("lines", lines)], out).written
 
 
-# The sentences of shared/data that no transfer evaluation (eval/transfer.py) tests on.
+# The sentences of shared/data that belong to no transfer task (eval/transfer.py), any split.
 DEFAULT_SOURCES = ("multi30k:train,multi30k:dev,multi30k:test,ud_ewt:train,ud_ewt:dev,ud_ewt:test,"
-                   "ptb_sample:all,snli:dev,sst2:train,sick_r:train,trec:train,mrpc:train")
+                   "ptb_sample:all,snli:dev")
+# The transfer tasks' training splits, which an earlier default corpus included.
+TRANSFER_TRAIN_SOURCES = "sst2:train,sick_r:train,trec:train,mrpc:train"
+EXCLUDE = ("transfer", "none")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> BuildReport:
     """`python -m jaxenc.data.corpus`: writes the sentences of registered datasets as a corpus
-    file."""
+    file, without the transfer tasks' sentences unless --exclude none."""
     parser = argparse.ArgumentParser(
         description="Write the sentences of registered datasets as a corpus file (one sentence "
                     "a line, duplicates removed) for task.dataset=corpus.")
     parser.add_argument("--out", required=True, help="the corpus file to write")
     parser.add_argument("--datasets", default=DEFAULT_SOURCES,
-                        help="comma-separated DATASET:SPLIT (default: no test sentence of a "
-                             "transfer task: their training splits, and whole datasets that are "
-                             "no transfer task)")
+                        help="comma-separated DATASET:SPLIT (default: datasets that are no "
+                             f"transfer task; {TRANSFER_TRAIN_SOURCES} adds the transfer tasks' "
+                             "training splits, whose sentences --exclude transfer leaves out)")
+    parser.add_argument("--exclude", choices=EXCLUDE, default="transfer",
+                        help="transfer (default): leave out every line that is a sentence of a "
+                             "transfer task (lower-cased, whitespace collapsed), as far as the "
+                             "data root has the task; none: keep them")
     parser.add_argument("--data_dir", default=None, help="the data root ($JAXENC_DATA_DIR)")
     args = parser.parse_args(argv)
     sources = [item.split(":") for item in args.datasets.split(",") if item]
-    count = write_corpus((line for name, split in sources
-                          for line in dataset_sentences(registry.load(name, split, args.data_dir))),
-                         args.out)
-    print(f"wrote {count} sentences to {args.out}")
+    transfer = transfer_sentences(args.data_dir) if args.exclude == "transfer" else None
+    report = build_corpus(((f"{name}:{split}",
+                            dataset_sentences(registry.load(name, split, args.data_dir)))
+                           for name, split in sources), args.out, transfer)
+    print(report)
+    return report
 
 
 if __name__ == "__main__":

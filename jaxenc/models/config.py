@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import jax.numpy as jnp
 
@@ -52,6 +52,13 @@ class EncoderConfig:
       dtype: computation dtype, "float32" or "bfloat16" (parameters stay float32; softmax and
         other normalisers run in float32).
     """
+
+    # {field: the value that computes what the model did before the field existed}, for the
+    # options whose default changed the model's behaviour: a run saved without the field is
+    # read back with this value (jaxenc.training.checkpointing.saved_config), so it resumes,
+    # encodes and exports as it was trained. Options whose default keeps the old behaviour
+    # are not listed.
+    BEFORE_OPTION: ClassVar[Mapping[str, Any]] = {}
 
     embed_dim: int = 300
     freeze_embeddings: bool = False

@@ -13,6 +13,17 @@ Encoder (`MeanMaxAAE`), one layer:
     eq. 9     ā_t = LN(a_t)
     eq. 10-11 h_t = LN(FFN(ā_t) + ā_t)        FFN model_dim -> ff_dim (ReLU) -> model_dim
     eq. 12-14 z = [max_t h_t ; mean_t h_t]    over the real tokens only: the two memory slots
+The input sequence ends with the end token </s> (`end_token`, on by default): the paper appends
+"an additional </S> token ... to each sequence" (section 3.1) and the authors' code appends it to
+every sentence it encodes: training, dev and decoding batches (data.Data.next) and the SentEval
+sentences of transfer evaluation (run_eval.batcher). So here the encoder itself appends it, at
+every call: tokens [B, L], lengths [B] -> [B, L + 1] with EOS at index lengths[b], lengths + 1
+(`with_end_token`), in training, reconstruction evaluation, export and transfer encoding
+alike; x_t, a_t, h_t and the pooling of eq. 12-14 run over the n words and the </s> (n + 1
+positions). Its vector is the word table's EOS row (fixed, like the words': under data.oov="drop"
+a seeded U(-0.05, 0.05) row, jaxenc/data/embeddings.py; the code reads a fixed vector of its
+own). An empty row (length 0: a batch filler, or a sentence none of whose words has a vector)
+gets no end token and stays a zero vector (the code would encode "</s>" alone).
 Decoder (`MeanMaxDecoder`, the model's own seq2seq decoder), one layer, over y = the embeddings of
 <s> + the target shifted right (the encoder's fixed word table) + its own positions:
     eq. 15-16 ā_t = LN(MultiHead(y_t, y_<=t, y_<=t))   causal, no residual
@@ -37,13 +48,15 @@ authors' code does not mask attention: its key mask is sign(sum(x)) of the input
 positions were added, which is never zero, so padded keys are attended; it gets away with it
 because its batches hold sentences of one length (its pooling does use the length mask).
 
-Outputs (docs/ARCHITECTURE.md "Encoders"): `tokens` h [B, L, model_dim]; `memory` the pooled slots
-[B, S, model_dim] (S = 2: max slot, mean slot; S = 1 for the mean-only / max-only ablations,
-`pooling`); `memory_mask` bool[B, S], True for every non-empty sentence; `sentence` the transfer
-embedding [B, S * model_dim]: each slot L2-normalised separately, then concatenated (max half
-first), as the authors encode for SentEval. Vocabulary expansion (any word of the vectors file can
-be encoded, words without a vector are dropped) works because the word table is fixed:
-jaxenc/data/expansion.py, used by jaxenc.evaluation.encoders.CheckpointEncoder.
+Outputs (docs/ARCHITECTURE.md "Encoders"): `tokens` h [B, L, model_dim] of the L input positions
+(the end token's state is pooled but not among them: zeros past each sentence's last word);
+`memory` the pooled slots [B, S, model_dim] (S = 2: max slot, mean slot; S = 1 for the
+mean-only / max-only ablations, `pooling`); `memory_mask` bool[B, S], True for every non-empty
+sentence; `sentence` the transfer embedding [B, S * model_dim]: each slot L2-normalised
+separately, then concatenated (max half first), as the authors encode for SentEval. Vocabulary
+expansion (any word of the vectors file can be encoded, words without a vector are dropped) works
+because the word table is fixed: jaxenc/data/expansion.py, used by
+jaxenc.evaluation.encoders.CheckpointEncoder.
 """
 
 from __future__ import annotations
@@ -54,6 +67,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxenc.data.vocab import EOS
 from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention
 from jaxenc.layers.masks import (
     Mask,
@@ -92,7 +106,12 @@ class MeanMaxAAEConfig(EncoderConfig):
       relu_projections: ReLU on the Q/K/V projections of every attention (the code; the paper's
         eq. 7 has none).
       pooling: "meanmax" (two memory slots), or the ablations "mean" / "max" (one slot).
+      end_token: the encoder appends </s> (id EOS) after the last word of every non-empty
+        input and reads and pools it (paper section 3.1; the code, at training and at encode
+        time: module docstring); False reads the words only.
     """
+
+    BEFORE_OPTION = {"end_token": False}
 
     freeze_embeddings: bool = True
     model_dim: int = 2048
@@ -103,6 +122,7 @@ class MeanMaxAAEConfig(EncoderConfig):
     max_positions: int = 34
     relu_projections: bool = True
     pooling: str = "meanmax"
+    end_token: bool = True
 
     def validate(self) -> None:
         require(self.pooling in POOLINGS, "pooling", self.pooling,
@@ -116,6 +136,8 @@ class MeanMaxAAEConfig(EncoderConfig):
                 "is not a positive number of position rows", 34)
         require(0.0 <= self.dropout_rate < 1.0, "dropout_rate", self.dropout_rate,
                 "is not in [0, 1)", 0.5)
+        require(isinstance(self.end_token, bool), "end_token", self.end_token,
+                "is not True or False", True)
         super().validate()
 
     @property
@@ -165,6 +187,15 @@ def _feed_forward(cfg: MeanMaxAAEConfig, x: jax.Array, *, train: bool) -> jax.Ar
     return _norm("ffn_norm", transformed + x, cfg.compute_dtype)
 
 
+def with_end_token(tokens: jax.Array, lengths: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """tokens int32[B, L], lengths int32[B] -> (int32[B, L + 1] with EOS at index lengths[b] of
+    every row with lengths[b] > 0, PAD after; lengths + 1 there, 0 stays 0)."""
+    padded = jnp.pad(tokens, ((0, 0), (0, 1)))
+    end = (jnp.arange(padded.shape[1]) == lengths[:, None]) & (lengths > 0)[:, None]
+    return (jnp.where(end, jnp.asarray(EOS, padded.dtype), padded),
+            lengths + (lengths > 0).astype(lengths.dtype))
+
+
 def pool(h: jax.Array, mask: jax.Array, pooling: str) -> jax.Array:
     """eq. 12-14: h [B, L, D] over the positions `mask` bool[B, L] marks real -> the memory slots
     [B, S, D]: (max, mean) for "meanmax", (mean,) or (max,) for the ablations; zeros for a
@@ -184,8 +215,9 @@ def transfer_embedding(slots: jax.Array) -> jax.Array:
 
 
 class MeanMaxAAE(nn.Module):
-    """{tokens int32[B, L], lengths int32[B]} -> {"tokens": h [B, L, d_m], "sentence":
-    [B, S d_m], "memory": z [B, S, d_m], "memory_mask": bool[B, S]} (module docstring)."""
+    """{tokens int32[B, L], lengths int32[B]} (the words) -> {"tokens": h [B, L, d_m] of the
+    words, "sentence": [B, S d_m], "memory": z [B, S, d_m], "memory_mask": bool[B, S]}; with
+    `end_token` the encoder reads [B, L + 1] (module docstring)."""
 
     vocab_size: int
     config: MeanMaxAAEConfig = MeanMaxAAEConfig()
@@ -193,17 +225,21 @@ class MeanMaxAAE(nn.Module):
     @nn.compact
     def __call__(self, sentence: dict[str, jax.Array], *, train: bool) -> dict[str, jax.Array]:
         cfg = self.config
-        tokens, lengths = sentence["tokens"], sentence["lengths"]
+        words, word_lengths = sentence["tokens"], sentence["lengths"]
+        tokens, lengths = (with_end_token(words, word_lengths) if cfg.end_token
+                           else (words, word_lengths))  # [B, L (+ 1)]: the read positions
         real = length_mask(lengths, tokens.shape[1])
         x = _inputs(cfg, tokens, self.vocab_size, train=train)
         attended = _attention(cfg, "self_attention", x, x, PaddingMask(lengths, lengths),
                               train=train)  # eq. 8
         a = _norm("attention_norm", attended, cfg.compute_dtype)  # eq. 9
         h = _feed_forward(cfg, a, train=train) * real[..., None].astype(a.dtype)  # eq. 10-11
-        memory = pool(h, real, cfg.pooling)
+        memory = pool(h, real, cfg.pooling)  # eq. 12-14, over the words and </s>
         memory_mask = jnp.broadcast_to((lengths > 0)[:, None], memory.shape[:2])
-        return encoder_outputs(tokens=h, sentence=transfer_embedding(memory), memory=memory,
-                               memory_mask=memory_mask)
+        word_states = h[:, :words.shape[1]] * length_mask(
+            word_lengths, words.shape[1])[..., None].astype(h.dtype)
+        return encoder_outputs(tokens=word_states, sentence=transfer_embedding(memory),
+                               memory=memory, memory_mask=memory_mask)
 
 
 class MeanMaxDecoder(nn.Module):
