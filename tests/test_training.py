@@ -24,7 +24,7 @@ from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
-from jaxenc.models.registry import build_encoder
+from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.tasks.tasks import build_task
@@ -254,6 +254,31 @@ def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_pa
         checkpointing.check_compatible(tmp_path, tiny_config())
 
 
+@pytest.mark.parametrize("model, option", [("meanmax_aae", "end_token"),
+                                           ("phrase_transformer", "decoder_memory")])
+def test_a_run_saved_before_a_behaviour_changing_option_reads_back_as_trained(tmp_path, model,
+                                                                                option):
+    # The option's default changed what the model computes: a run that predates it is read
+    # back (resume, encode, export) with the value that reproduces its training.
+    before = build_encoder_config_class(model).BEFORE_OPTION[option]
+    config = base.get_config(f"{model},synthetic")
+    assert config.model[option] != before  # the default is the new behaviour
+    checkpointing.save_run_files(tmp_path, config, {})
+    path = tmp_path / checkpointing.CONFIG_FILE
+    saved = json.loads(path.read_text())
+    del saved["model"][option]
+    path.write_text(json.dumps(saved))
+    assert checkpointing.load_config(tmp_path).model[option] == before
+    with pytest.raises(ConfigError, match=rf"model.{option}={before!r} \(config says"):
+        checkpointing.check_compatible(tmp_path, config)  # resuming at the new default
+    config.model[option] = before
+    assert checkpointing.check_compatible(tmp_path, config) == {}
+
+
+def build_encoder_config_class(model: str) -> type:
+    return encoder_spec(model).config
+
+
 def test_a_nan_evaluation_is_never_kept_as_best():
     position = loop.Position()
     assert not position.record_evaluation(1, float("nan"), patience=0, best_k=2)
@@ -458,6 +483,16 @@ def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
     assert (workdir / report.CURVES_FILE).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_compare_of_a_run_shows_its_baselines_too(finished_run, capsys):
+    from jaxenc.training import compare
+
+    _, workdir, rows = finished_run
+    table = compare.main([str(workdir)])
+    for row in rows:  # the top-level run, then baselines/transformer, as results.md lists them
+        assert f"| {row['model']} synthetic | 0 | {row['dev accuracy']:.4f} |" in table
+    assert [line.split(" ")[1] for line in table.splitlines()[2:]] == [r["model"] for r in rows]
+
+
 def test_finished_run_resumes_without_training_again(finished_run):
     config, workdir, rows = finished_run
     again = loop.train_and_evaluate(config, workdir)
@@ -482,12 +517,21 @@ def test_load_trained_encoder(finished_run):
 MINIMAL_PAIR = ("the film that was not good is good .", "the film that was good is not good .")
 
 
-def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_run):
+def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_run, capsys):
     _, workdir, rows = finished_run
+    capsys.readouterr()
     text = showcase.showcase(rows, workdir, MINIMAL_PAIR)
     best = max(rows, key=lambda row: row["dev accuracy"])
     exported = jaxenc.load(workdir / showcase.EXPORT_DIR)
     assert exported.model_config["name"] == best["model"]
+    # the job prints which model it exported, from which run and checkpoint; results.md says so
+    checkpoint = Path(best["workdir"]).resolve() / checkpointing.BEST_DIR / str(best["best step"])
+    printed = capsys.readouterr().out
+    assert printed.startswith(
+        f"exported {best['model']} trained on synthetic, step {best['best step']} (dev accuracy "
+        f"{best['dev accuracy']:.4f}, ")
+    assert f") from {checkpoint}, to {workdir / showcase.EXPORT_DIR} (" in printed
+    assert f"checkpoint of step {best['best step']}, `{checkpoint}`" in text
     cosines, vectors = {}, {}
     for row in rows:
         u, v = vectors[row["model"]] = Encoder.from_workdir(row["workdir"]).encode(

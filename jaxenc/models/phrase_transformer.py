@@ -96,6 +96,8 @@ class PhraseTransformerConfig(TransformerSizes):
         (eq. 1).
     """
 
+    BEFORE_OPTION = {"decoder_memory": "nodes"}
+
     hypernodes: str = "ngram"
     k: int = 2
     parser: str = "gold"

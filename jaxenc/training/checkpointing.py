@@ -109,12 +109,24 @@ def _read_run_file(workdir: str | os.PathLike) -> dict | None:
 
 def saved_config(workdir: str | os.PathLike) -> dict | None:
     """The config.json of the run in `workdir` (its history and data identity left out), None
-    when there is none."""
+    when there is none. A model option the run predates and whose default changed the model's
+    behaviour (`EncoderConfig.BEFORE_OPTION`) reads as the value the run was trained with."""
     saved = _read_run_file(workdir)
     if saved is not None:
         saved.pop(HISTORY_KEY, None)
         saved.pop(DATA_KEY, None)
+        _fill_options_before(saved.get("model", {}))
     return saved
+
+
+def _fill_options_before(model: dict) -> None:
+    """Adds to a saved model section the BEFORE_OPTION values of the options it lacks."""
+    try:
+        before = encoder_spec(model.get("name")).config.BEFORE_OPTION
+    except ConfigError:  # an unknown model: building it fails with its own message
+        return
+    for key, value in before.items():
+        model.setdefault(key, value)
 
 
 def _model_defaults(config: Mapping) -> dict[str, Any]:
