@@ -5,10 +5,10 @@ and used. No data folder, no download.
 The synthetic labels depend on which predicate a negation scopes over (jaxenc/data/synthetic.py):
 half of the sentences come in minimal pairs with the same words and opposite labels. The bag
 baseline, which sees only which words occur, stays near chance (50%); the encoders that read
-word order or the trees learn the rule to different degrees within this budget (README, "The
-main job"). After training, the model with the best dev accuracy is exported to workdir/export and
-encodes two minimal pairs: the table of cosine similarities shows which encoders tell the members
-of a pair apart (the bag cannot: cosine 1).
+word order or the trees learn the rule to different degrees within this budget
+(docs/results.md#the-main-job). After training, the model with the best dev accuracy is exported
+to workdir/export and encodes two minimal pairs: the table of cosine similarities shows which
+encoders tell the members of a pair apart (the bag cannot: cosine 1).
 
 Sizes and settings (all models): 64-d random embeddings (the synthetic words have no GloVe
 vectors), width 64, Adam 3e-3 with clipping and a 100-step warm-up, no L2, batch 64. Each model's

@@ -1,0 +1,450 @@
+"""The measured tables of the per-model results pages, rebuilt from the run files committed in
+results/ and nothing else (results/encoders/table.py does the same for the encoder tables of
+README.md, docs/results.md and results/encoders/README.md).
+
+A run file is a copy of a run's results.md (one table row per model trained by the run: dev and
+test metrics at the best dev checkpoint, steps, parameters, time, memory; a translation run adds
+sacrebleu's line per model) or, for `dt_epoch`, the report a benchmark script wrote.
+
+Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py -->` of the page
+`PAGES[NAME]`:
+  disan_sweep  results/disan: DiSAN and the bag in the recipe sweep (full GloVe 6B 50-d vocabulary,
+               seed 0): dev score of every recipe, test of the recipe chosen on dev; from
+               results/encoders/runs/sweep_{disan,bag}_<task>_<recipe>/
+  psan_table4  results/psan: Table 4's ablations on TREC, test accuracy per seed and mean ± std,
+               beside the paper's SNLI numbers; from
+               results/psan/runs/psan_<ablation>_trec_s<seed>.md (the full model: psan_trec_s*.md)
+  psan_seeds   results/psan: PSAN's other seeded runs (SICK-E, SICK-R with `memory_norm=layer`,
+               SST-5); from results/psan/runs/ and results/encoders/runs/psan_sst5_s<seed>.md
+  psan_snli    results/psan: the psan_snli smoke runs; from results/psan/runs/psan_snli_smoke*.md
+  pt_pos       results/phrase_transformer: POS tagging (UD-EWT), test accuracy per seed and
+               mean ± std beside the paper's Table 2; from results/phrase_transformer/runs/pos_*.md
+  pt_multi30k  results/phrase_transformer: Multi30k de->en, test BLEU (sacrebleu's line) per seed
+               and mean ± std, perplexity; from results/phrase_transformer/runs/multi30k_*.md
+  pt_cost      results/phrase_transformer: train-step peak memory, train seconds and encode rate
+               of the same runs
+  dt_epoch     results/dependency_transformer: one SICK-E epoch per model, the report
+               results/dependency_transformer/epoch_sick_e.md that `bench.bench_epoch --out` wrote
+  sst5         results/encoders: SST-5 test and dev accuracy, mean ± std over seeds; from
+               results/encoders/runs/<model>_sst5_s<seed>.md
+  sst5_runs    results/encoders: the rows of those run files
+
+Std is the sample standard deviation over the seeds found; a value is a run file's number as
+printed there (accuracies as fractions, shown in %).
+
+  python results/tables.py [NAME ...]     # print
+  python results/tables.py --write        # rewrite the marked tables of every page
+  python results/tables.py --check        # exit 1 when a page's table differs from its rebuild
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+RESULTS = HERE
+ENCODER_RUNS = RESULTS / "encoders" / "runs"
+PSAN_RUNS = RESULTS / "psan" / "runs"
+PT_RUNS = RESULTS / "phrase_transformer" / "runs"
+EPOCH_REPORT = RESULTS / "dependency_transformer" / "epoch_sick_e.md"
+MARKER = re.compile(r"<!-- tables\.py: (\w+) -->\n(.*?)<!-- /tables\.py -->", re.DOTALL)
+BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
+SEED = re.compile(r"_s(\d+)$")
+DASH = "—"
+
+
+# --- run files ---------------------------------------------------------------------------------
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of the first markdown table of a run file, as {column: cell}."""
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    header = _cells(lines[start])
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, _cells(line), strict=True)))
+    return rows
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def row(path: Path, model: str | None = None) -> dict[str, str]:
+    """The row of `model` in a run file (the first row when None)."""
+    rows = read_rows(path)
+    if model is None:
+        return rows[0]
+    found = [r for r in rows if r["model"] == model]
+    if len(found) != 1:
+        raise ValueError(f"{path}: {len(found)} rows of model {model!r}")
+    return found[0]
+
+
+def value(cell: str) -> float:
+    return float(cell.replace(",", ""))
+
+
+def bleu(path: Path) -> dict[str, float]:
+    """model -> corpus BLEU of sacrebleu's line in a translation run's file."""
+    return {model: float(score) for model, score in BLEU.findall(path.read_text(encoding="utf-8"))}
+
+
+def seeded(folder: Path, prefix: str) -> dict[int, Path]:
+    """seed -> run file `<prefix>_s<seed>.md` of `folder`."""
+    found = {}
+    for path in folder.glob(f"{prefix}_s*.md"):
+        match = SEED.search(path.stem)
+        if match and path.stem == f"{prefix}_s{match[1]}":
+            found[int(match[1])] = path
+    return dict(sorted(found.items()))
+
+
+# --- formatting --------------------------------------------------------------------------------
+
+def percent(fraction: float) -> str:
+    return f"{100 * fraction:.2f}"
+
+
+def mean_std(values: Sequence[float], form: Callable[[float], str] = percent) -> str:
+    if not values:
+        return DASH
+    if len(values) == 1:
+        return form(values[0])
+    return f"{form(statistics.mean(values))} ± {form(statistics.stdev(values))}"
+
+
+def per_seed(values: Sequence[float], form: Callable[[float], str] = percent) -> str:
+    return " / ".join(form(v) for v in values) if values else DASH
+
+
+def bold(cell: str) -> str:
+    return f"**{cell}**" if cell != DASH else cell
+
+
+def bold_best(cells: list[str], scores: list[float | None]) -> list[str]:
+    """`cells` with the one of the highest score in bold."""
+    known = [s for s in scores if s is not None]
+    if not known:
+        return cells
+    best = max(known)
+    return [bold(c) if s == best else c for c, s in zip(cells, scores, strict=True)]
+
+
+def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- results/disan -----------------------------------------------------------------------------
+
+def disan_sweep_table() -> str:
+    from results.encoders import runs
+    from results.encoders import table as encoder_tables
+
+    choices = encoder_tables.sweep_choices()
+    rows = []
+    for family in ("disan", "bag"):
+        for task in runs.SWEEP_TASKS:
+            for variant in runs.SWEEP[family]:
+                path = encoder_tables.RUNS / f"sweep_{family}_{task}_{variant}"
+                if not (path / "results.md").is_file():
+                    continue
+                run = encoder_tables._run(path)
+                metric = encoder_tables.PRIMARY[task][0]
+                chosen = choices[family][task] == variant
+                dev = encoder_tables._format(task, run["dev"][metric])
+                test = encoder_tables._format(task, run["test"][metric]) if chosen else DASH
+                rows.append([encoder_tables.MODEL_NAMES[family], encoder_tables.TASK_NAMES[task],
+                             bold(variant) if chosen else variant, bold(dev) if chosen else dev,
+                             str(run["step"]), run["steps"], run["stopped by"], test])
+    return markdown(["model", "task", "recipe", "dev", "best step", "steps", "stopped by",
+                     "test (chosen recipe)"], rows)
+
+
+# --- results/psan ------------------------------------------------------------------------------
+
+# run-file prefix -> (row label, the paper's SNLI test accuracy in Table 4)
+PSAN_ABLATIONS = {
+    "psan_level1_trec": ("(1) PSA on the first level only", "84.9"),
+    "psan_level2_trec": ("(2) PSA on the second level only", "85.3"),
+    "psan_level3_trec": ("(3) PSA on the third level only", "84.6"),
+    "psan_no_psa_trec": ("(4) w/o PSA (sentence-level attention + gated memory)", "85.3"),
+    "psan_equal_trec": ("(5) w/o syntactic division (equal blocks)", "85.5"),
+    "psan_concat_trec": ("(6) w/o gated memory (concat + feed-forward)", "85.2"),
+    "psan_no_both_trec": ("(7) w/o both", "84.7"),
+    "psan_trec": ("(8) full model", "86.1"),
+}
+
+
+def psan_table4_table() -> str:
+    rows, means, papers = [], [], []
+    for prefix, (label, paper) in PSAN_ABLATIONS.items():
+        found = seeded(PSAN_RUNS, prefix)
+        tests = [value(row(path)["test accuracy"]) for path in found.values()]
+        rows.append([label, ", ".join(map(str, found)) or DASH, per_seed(tests),
+                     mean_std(tests)])
+        means.append(statistics.mean(tests) if tests else None)
+        papers.append(float(paper))
+    mean_cells = bold_best([r[3] for r in rows], means)
+    paper_cells = bold_best([paper for _, paper in PSAN_ABLATIONS.values()], papers)
+    for r, mean_cell, paper_cell in zip(rows, mean_cells, paper_cells, strict=True):
+        r[3] = mean_cell
+        r.append(paper_cell)
+    return markdown(["model", "seeds", "TREC test acc per seed", "mean ± std",
+                     "paper (SNLI, Table 4)"], rows)
+
+
+# (task, metric column, row label, setting, run files' folder, prefix)
+PSAN_SEEDS = (
+    ("SICK-E", "accuracy", "SICK-E (acc)", "keep 1.0, 15 epochs", PSAN_RUNS, "psan_sick_e"),
+    ("SICK-R", "pearson", "SICK-R (Pearson)", "`memory_norm=layer`, keep 1.0, 10 epochs",
+     PSAN_RUNS, "psan_norm_sick_r"),
+    ("SICK-R", "mse", "SICK-R (MSE)", "the same runs", PSAN_RUNS, "psan_norm_sick_r"),
+    ("SST-5", "accuracy", "SST-5 (acc)", "gold SST trees, keep 1.0, 8,000 steps",
+     ENCODER_RUNS, "psan_sst5"),
+)
+
+
+def _three(number: float) -> str:
+    return f"{number:.3f}"
+
+
+def psan_seeds_table() -> str:
+    rows = []
+    for _, metric, label, setting, folder, prefix in PSAN_SEEDS:
+        found = seeded(folder, prefix)
+        form = percent if metric == "accuracy" else _three
+        tests = [value(row(path)[f"test {metric}"]) for path in found.values()]
+        devs = [value(row(path)[f"dev {metric}"]) for path in found.values()
+                if f"dev {metric}" in row(path)]
+        rows.append([label, setting, ", ".join(map(str, found)) or DASH,
+                     per_seed(devs, form), per_seed(tests, form), mean_std(tests, form)])
+    return markdown(["task (metric)", "setting", "seeds", "dev per seed", "test per seed",
+                     "test mean ± std"], rows)
+
+
+# run file -> label
+PSAN_SNLI = {
+    "psan_snli_smoke": "`psan_snli.py` as it is (fixed random 300-d vectors: no GloVe 840B here; "
+                       "Adadelta 0.75, keep 0.5)",
+    "psan_snli_smoke_adam": "+ 50-d GloVe subsets fine-tuned, Adam 1e-3, clip 5, keep 0.5",
+    "psan_snli_smoke_adam_keep1": "same, keep 1.0 (no dropout)",
+}
+
+
+def psan_snli_table() -> str:
+    rows, devs, tests = [], [], []
+    for name, label in PSAN_SNLI.items():
+        r = row(PSAN_RUNS / f"{name}.md")
+        devs.append(value(r["dev accuracy"]))
+        tests.append(value(r["test accuracy"]))
+        rows.append([label, r["params w/o embeddings"], r["steps"], r["best step"],
+                     percent(devs[-1]), percent(tests[-1])])
+    for column, scores in ((4, devs), (5, tests)):
+        for r, cell in zip(rows, bold_best([r[column] for r in rows], scores), strict=True):
+            r[column] = cell
+    return markdown(["run", "parameters outside embeddings", "steps", "best step",
+                     "best dev acc", "test acc at best dev"], rows)
+
+
+# --- results/phrase_transformer ----------------------------------------------------------------
+
+# (run variant, model row in its run file, label, paper)
+PT_POS = (
+    ("k2", "transformer", "Transformer (the twin)", "96.36"),
+    ("k2", "phrase_transformer", "PhraseTransformer k=2", "96.87"),
+    ("k3", "phrase_transformer", "PhraseTransformer k=3", "96.80"),
+    ("linear", "phrase_transformer", "linear PhraseTransformer k=2", "96.54"),
+    ("semantic", "phrase_transformer", "semantic PhraseTransformer (gold UD arcs)", "96.35"),
+)
+PT_MULTI30K = (
+    ("k2", "transformer", "Transformer (the twin)", "20.90"),
+    ("k2", "phrase_transformer", "PhraseTransformer k=2", "34.61"),
+    ("linear", "phrase_transformer", "linear PhraseTransformer k=2", "21.60"),
+)
+
+
+def _seed_columns(spec: Sequence[tuple[str, str, str, str]], task: str) -> list[int]:
+    return sorted({seed for variant, *_ in spec for seed in seeded(PT_RUNS, f"{task}_{variant}")})
+
+
+def pt_pos_table() -> str:
+    seeds = _seed_columns(PT_POS, "pos")
+    rows, means = [], []
+    for variant, model, label, _ in PT_POS:
+        found = seeded(PT_RUNS, f"pos_{variant}")
+        tests = {seed: value(row(path, model)["test accuracy"]) for seed, path in found.items()}
+        rows.append([label, *(percent(tests[s]) if s in tests else DASH for s in seeds),
+                     mean_std(list(tests.values()))])
+        means.append(statistics.mean(tests.values()) if tests else None)
+    papers = [paper for *_, paper in PT_POS]
+    for r, mean_cell, paper_cell, gap in zip(rows, bold_best([r[-1] for r in rows], means),
+                                             bold_best(papers, [float(p) for p in papers]),
+                                             _gaps(means, 100), strict=True):
+        r[-1:] = [mean_cell, gap, paper_cell]
+    return markdown(["model", *(f"seed {s}" for s in seeds), "mean ± std", "mean - twin's",
+                     "paper (PTB, Table 2)"], rows)
+
+
+def _gaps(means: list[float | None], scale: float) -> list[str]:
+    """Each mean minus the first row's (the twin's), signed, 2 decimals; the twin's own: —."""
+    twin = means[0]
+    return [DASH] + [DASH if twin is None or m is None else f"{scale * (m - twin):+.2f}"
+                     for m in means[1:]]
+
+
+def pt_multi30k_table() -> str:
+    seeds = _seed_columns(PT_MULTI30K, "multi30k")
+    rows, means = [], []
+    for variant, model, label, _ in PT_MULTI30K:
+        found = seeded(PT_RUNS, f"multi30k_{variant}")
+        scores = {seed: bleu(path)[model] for seed, path in found.items()}
+        perplexity = [row(path, model)["test perplexity"] for path in found.values()]
+        rows.append([label, *(f"{scores[s]:.2f}" if s in scores else DASH for s in seeds),
+                     mean_std(list(scores.values()), lambda x: f"{x:.2f}"),
+                     " / ".join(perplexity) or DASH])
+        means.append(statistics.mean(scores.values()) if scores else None)
+    papers = [paper for *_, paper in PT_MULTI30K]
+    mean_cells = bold_best([r[-2] for r in rows], means)
+    paper_cells = bold_best(papers, [float(p) for p in papers])
+    for r, mean_cell, paper_cell, gap in zip(rows, mean_cells, paper_cells, _gaps(means, 1),
+                                             strict=True):
+        r[-2:] = [mean_cell, gap, r[-1], paper_cell]
+    first, *others = seeds
+    return markdown(["model", f"test BLEU seed {first}", *(f"seed {s}" for s in others),
+                     "mean ± std", "mean - twin's",
+                     f"test perplexity (seed {' / '.join(map(str, seeds))})",
+                     "paper (d 512, 6 layers)"], rows)
+
+
+def pt_cost_table() -> str:
+    """Cost columns of the same run files: compiled train-step peak, train seconds and test
+    encode rate per seed (the machine's load varies, the peak does not)."""
+    rows = []
+    for task, spec in (("pos", PT_POS), ("multi30k", PT_MULTI30K)):
+        for variant, model, label, _ in spec:
+            found = [row(path, model) for path in seeded(PT_RUNS, f"{task}_{variant}").values()]
+            peaks = sorted({r["train peak MiB"] for r in found}, key=value)
+            rows.append([{"pos": "POS", "multi30k": "Multi30k"}[task], label,
+                         " / ".join(peaks) or DASH,
+                         " / ".join(r["train s"] for r in found) or DASH,
+                         " / ".join(r["encode sent/s"] for r in found) or DASH])
+    return markdown(["task", "model", "train peak MiB", "train s per seed",
+                     "encode sent/s per seed"], rows)
+
+
+# --- results/dependency_transformer ------------------------------------------------------------
+
+def dt_epoch_table() -> str:
+    return EPOCH_REPORT.read_text(encoding="utf-8").strip()
+
+
+# --- results/encoders --------------------------------------------------------------------------
+
+SST5_MODELS = {"transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
+               "psan": "PSAN (gold SST trees, packed PSA)",
+               "phrase_transformer": "PhraseTransformer (2-grams)"}
+
+
+def sst5_table() -> str:
+    rows = []
+    for key, label in SST5_MODELS.items():
+        found = seeded(ENCODER_RUNS, f"{key}_sst5")
+        if not found:
+            continue
+        rows.append([label, ", ".join(map(str, found)),
+                     mean_std([value(row(path)["test accuracy"]) for path in found.values()]),
+                     mean_std([value(row(path)["dev accuracy"]) for path in found.values()])])
+    return markdown(["model", "seeds", "SST-5 test acc", "SST-5 dev acc"], rows)
+
+
+def sst5_runs_table() -> str:
+    header, rows = None, []
+    for key in SST5_MODELS:
+        for path in seeded(ENCODER_RUNS, f"{key}_sst5").values():
+            r = row(path)
+            if header is None:
+                header = list(r)
+            elif list(r) != header:
+                raise ValueError(f"{path}: columns {list(r)} differ from {header}")
+            rows.append([path.stem, *r.values()])
+    return markdown(["run", *(header or [])], rows)
+
+
+# --- pages -------------------------------------------------------------------------------------
+
+TABLES: dict[str, Callable[[], str]] = {
+    "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
+    "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table, "pt_pos": pt_pos_table,
+    "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
+    "sst5": sst5_table, "sst5_runs": sst5_runs_table,
+}
+PAGES = {
+    "disan_sweep": RESULTS / "disan" / "README.md",
+    "psan_table4": RESULTS / "psan" / "README.md",
+    "psan_seeds": RESULTS / "psan" / "README.md",
+    "psan_snli": RESULTS / "psan" / "README.md",
+    "pt_pos": RESULTS / "phrase_transformer" / "README.md",
+    "pt_multi30k": RESULTS / "phrase_transformer" / "README.md",
+    "pt_cost": RESULTS / "phrase_transformer" / "README.md",
+    "dt_epoch": RESULTS / "dependency_transformer" / "README.md",
+    "sst5": RESULTS / "encoders" / "README.md",
+    "sst5_runs": RESULTS / "encoders" / "README.md",
+}
+# Every page whose measured tables come from committed files (this script's or table.py's).
+DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psan" / "README.md",
+                                 RESULTS / "phrase_transformer" / "README.md",
+                                 RESULTS / "dependency_transformer" / "README.md",
+                                 RESULTS / "encoders" / "README.md"]))
+
+
+def rewritten(text: str) -> str:
+    """`text` with every marked table replaced by its rebuild."""
+    return MARKER.sub(lambda match: f"<!-- tables.py: {match[1]} -->\n{TABLES[match[1]]()}\n"
+                                    "<!-- /tables.py -->", text)
+
+
+def stale_documents(write: bool = False) -> list[Path]:
+    """The documents whose marked tables differ from their rebuild (rewritten when `write`)."""
+    stale = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        new = rewritten(text)
+        if new != text:
+            stale.append(document)
+            if write:
+                document.write_text(new, encoding="utf-8")
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tables", nargs="*", default=list(TABLES), help=", ".join(TABLES))
+    parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a table differs")
+    args = parser.parse_args(argv)
+    if not (args.write or args.check):
+        for name in args.tables:
+            print(f"{name}:\n{TABLES[name]()}\n")
+        return 0
+    stale = stale_documents(write=args.write)
+    if stale:
+        names = ", ".join(str(path.relative_to(REPO)) for path in stale)
+        print(f"{'rewrote' if args.write else 'out of date'}: {names}")
+    return 1 if stale and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

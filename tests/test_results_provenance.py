@@ -1,0 +1,134 @@
+"""Every measured table of the per-model results pages is rebuilt from run files committed in
+results/: a table between `<!-- tables.py: NAME -->` markers equals what results/tables.py
+builds from them (those between `<!-- table.py: NAME -->` markers are results/encoders/table.py's,
+checked by tests/test_results_tables.py), and a table outside both holds no measured number:
+every column with a numeric cell says "(paper)" in its header (the number printed in a paper),
+or the table holds no numeric cell at all (settings, flags, qualitative outcomes)."""
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = ["results/disan/README.md", "results/psan/README.md",
+         "results/phrase_transformer/README.md", "results/dependency_transformer/README.md",
+         "results/encoders/README.md"]
+FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+ANY_MARKED = re.compile(r"<!-- (tables?)\.py: \w+ -->\n.*?<!-- /\1\.py -->", re.DOTALL)
+# A cell that is a number, or numbers joined by ± / = - and the like, with an optional unit or a
+# parenthesised remark: "89.67 ± 0.58", "1,264 (16)", "0.62-0.67", "1.07x", "**20.0**".
+NUMBER = r"[-+−~<>≈]?\d[\d,.]*(?:e-?\d+)?\s*(?:%|x|s|ms|MiB|GiB|MB|GB|k)?"
+NUMERIC_CELL = re.compile(rf"{NUMBER}(?:\s*(?:±|/|=|\+|-|–|to|vs)\s*{NUMBER})*")
+
+
+@pytest.fixture(scope="module")
+def tables():
+    spec = importlib.util.spec_from_file_location("results_tables", REPO / "results" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["results_tables"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def numeric(cell: str) -> bool:
+    cell = re.sub(r"\([^)]*\)", "", cell.replace("**", "").replace("`", "")).strip()
+    return bool(NUMERIC_CELL.fullmatch(cell))
+
+
+def markdown_tables(text: str) -> list[list[list[str]]]:
+    """The tables of a markdown text (outside fenced code), each a list of rows of cells; the
+    separator row left out."""
+    found, current = [], []
+    for line in FENCE.sub("", text).splitlines() + [""]:
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-{3,}:?", cell) for cell in cells):
+                current.append(cells)
+        elif current:
+            found.append(current)
+            current = []
+    return found
+
+
+def unlabelled_numeric_columns(table: list[list[str]]) -> list[str]:
+    """Headers of the columns that hold a numeric cell and do not say "(paper)"."""
+    header, *body = table
+    bad = []
+    for index, name in enumerate(header):
+        cells = [row[index] for row in body if index < len(row)]
+        if any(numeric(cell) for cell in cells) and "(paper)" not in name.lower():
+            bad.append(name)
+    return bad
+
+
+def test_the_pages_are_the_ones_tables_py_rewrites(tables):
+    assert sorted(p.relative_to(REPO).as_posix() for p in tables.DOCUMENTS) == sorted(PAGES)
+    assert set(tables.PAGES) == set(tables.TABLES)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_marked_tables_equal_their_rebuild(tables, page):
+    text = (REPO / page).read_text(encoding="utf-8")
+    for name, body in tables.MARKER.findall(text):
+        assert tables.PAGES[name] == REPO / page, f"{page}: table {name!r} belongs elsewhere"
+        assert body.strip() == tables.TABLES[name]().strip(), (
+            f"{page}: table {name!r} differs from its rebuild "
+            "(fix: python results/tables.py --write)")
+
+
+def test_every_table_is_marked_on_its_page(tables):
+    for name, page in tables.PAGES.items():
+        marked = [found for found, _ in tables.MARKER.findall(page.read_text(encoding="utf-8"))]
+        assert marked.count(name) == 1, f"{page}: table {name!r} marked {marked.count(name)} times"
+
+
+def test_check_mode_finds_nothing_stale(tables):
+    assert tables.stale_documents(write=False) == []
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_measured_number_outside_the_markers(page):
+    text = ANY_MARKED.sub("", (REPO / page).read_text(encoding="utf-8"))
+    for table in markdown_tables(text):
+        bad = unlabelled_numeric_columns(table)
+        assert not bad, (f"{page}: the table with header {table[0]} has numbers in columns "
+                         f"{bad} outside `tables.py` markers; build it with results/tables.py "
+                         "from committed run files, or label a paper's column \"(paper)\"")
+
+
+def test_the_numeric_rule():
+    assert all(numeric(cell) for cell in [
+        "89.67 ± 0.58", "**0.7869 ± 0.0027**", "1,264 (16)", "0.62-0.67", "1.07x", "34.3",
+        "79.44 / 78.73 / 79.26 = 79.14 ± 0.37", "-0.092 (best 0.22)", "399 + 209", "5e-4"])
+    assert not any(numeric(cell) for cell in [
+        "Adam 1e-4", "dropout 0, Adam 3e-4", "`memory_norm=layer`", "learns", "—", "",
+        "Adam, **no dropout** (keep 1.0), 10 epochs", "`bag_sst5.py`, 8,000 steps"])
+    table = [["task", "ours", "DiSAN test (paper)"], ["TREC", "learns", "94.4"]]
+    assert unlabelled_numeric_columns(table) == []
+    table[1][1] = "89.67"
+    assert unlabelled_numeric_columns(table) == ["ours"]
+
+
+def test_rewriting_replaces_a_stale_table(tables):
+    stale = "intro\n<!-- tables.py: psan_snli -->\n| old |\n<!-- /tables.py -->\nend\n"
+    fresh = tables.rewritten(stale)
+    assert "| old |" not in fresh and "| run | parameters outside embeddings |" in fresh
+    assert fresh.startswith("intro\n") and fresh.endswith("<!-- /tables.py -->\nend\n")
+    assert tables.rewritten(fresh) == fresh
+
+
+def test_run_files_are_read_as_written(tables):
+    """Mean ± std of the committed seeds, and sacrebleu's BLEU rather than the rounded column."""
+    runs = tables.seeded(tables.PSAN_RUNS, "psan_level1_trec")
+    assert sorted(runs) == [0, 1, 2]
+    assert "| (1) PSA on the first level only | 0, 1, 2 | 87.20 / 87.80 / 86.20 | 87.07 ± 0.81 |" \
+        in tables.psan_table4_table()
+    bleu = tables.bleu(tables.PT_RUNS / "multi30k_k2_s0.md")
+    assert bleu == {"phrase_transformer": 22.96, "transformer": 25.65}
+    assert "| 22.96 |" in tables.pt_multi30k_table()
+    # a prefix does not take a longer run name's files (psan_trec vs psan_norm_trec, dt vs dt_plain)
+    assert all(path.stem.startswith("dt_sst5_s")
+               for path in tables.seeded(tables.ENCODER_RUNS, "dt_sst5").values())
