@@ -63,9 +63,10 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
     # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
     # (2 for 0.75: sixteen decisions per 32-bit threefry word; 8 for SST's 0.7, rounded to
     # 179/256 = 0.6992); the DiSAN train step at batch 64, 64 tokens, d 300 is ~1.25x faster
-    # on a CPU than with one word per decision (results/disan/speed.md). 8: the default from
-    # commit cf25ab5 to c76d7d3 (results made then reproduce with it); 32: flax's nn.Dropout,
-    # one word per decision, as every run before commit cf25ab5.
+    # on a CPU than with one word per decision (results/disan/speed.md). 8: one random byte per
+    # decision; 32: flax's nn.Dropout bit for bit, one word per decision. The three draw the
+    # same dropout in distribution from different random streams, so a run reproduces
+    # bit for bit only with the value it was trained with.
     dropout_bits: int = AUTO_BITS
 
     def validate(self) -> None:
