@@ -44,19 +44,24 @@ Sections:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 import ml_collections
 
 from jaxenc.errors import ConfigError
 from jaxenc.models import registry
+from jaxenc.models.config import AUTO
 from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
 from jaxenc.training.compilation import default_cache_dir
 
 # Datasets that ship gold trees of each kind: a model whose structure fields need only kinds the
-# dataset has reads its gold trees (its `parser` option becomes "gold").
+# dataset has reads its gold trees (its `parser` option becomes "gold"). A fixed default parser
+# becomes "gold" here, when the config is made; "auto" (PSAN's default) when the config is
+# checked (jaxenc.training.validation), so that a --config.task.dataset override counts.
 GOLD_TREES = {
-    CONSTITUENCY: ("synthetic", "sst5_trees", "sst2_trees", "sst5_phrases", "snli",
-                   "ptb_sample"),
+    CONSTITUENCY: ("synthetic", "sst5_trees", "sst2_trees", "sst5_phrases", "sst2_phrases",
+                   "snli", "ptb_sample"),
     DEPENDENCY: ("synthetic", "ud_ewt"),
 }
 
@@ -66,6 +71,13 @@ TASK_PRESETS = {
     "mrpc": dict(head=dict(pair_features="|u-v|,u*v")),
     "snli": dict(head=dict(pair_features="u,v,u-v,u*v")),     # DiSAN / PSAN NLI classifier
 }
+
+
+def ships_gold_trees(model: Mapping[str, Any], dataset: str) -> bool:
+    """Whether `dataset` ships gold trees of every kind the structure fields of the model section
+    `model` need (GOLD_TREES); False for a model without structure fields."""
+    kinds = {FIELD_TREES[field] for field in registry.structure_spec(model).fields}
+    return bool(kinds) and all(dataset in GOLD_TREES[kind] for kind in kinds)
 
 
 def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
@@ -105,9 +117,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     model, dataset = (arg or "bag,trec").split(",")
     config = ml_collections.ConfigDict()
     config.model = model_config(model)
-    kinds = {FIELD_TREES[field] for field in registry.structure_spec(config.model).fields}
-    if "parser" in config.model and kinds and all(dataset in GOLD_TREES[k] for k in kinds):
-        config.model.parser = "gold"
+    parser = config.model.get("parser")
+    if parser not in (None, AUTO) and ships_gold_trees(config.model, dataset):
+        config.model.parser = "gold"  # "auto" is resolved once overrides are applied
 
     config.task = ml_collections.ConfigDict(dict(
         dataset=dataset, dev_fraction=0.1, test_fraction=0.1,
@@ -137,6 +149,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         phrase_repeats=1,
         # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
         corpus_files="",
+        # task.dataset="corpus" only: what happens to a sentence with a word outside the
+        # vocabulary (jaxenc/data/corpus.py OOV_RULES; the Mean-Max AAE authors drop it)
+        corpus_oov="drop_sentences",
         # encoding a trained run (jaxenc.encoding.Encoder: its workdir or export): words outside
         # the training vocabulary that have a vector in data.embeddings are encoded with it
         expand_vocabulary=False))

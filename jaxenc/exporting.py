@@ -7,9 +7,10 @@ An export holds everything encoding needs: nothing outside it is read again (the
 records, of the run and the vectors file, are for the record). docs/ARCHITECTURE.md, "Export
 format":
 
-  format.json           what the export is: FORMAT_NAME, FORMAT_VERSION, the model config,
-                        vector size, vocabulary options, tokenizer, parser settings, buckets and
-                        the inputs of every exported function
+  format.json           what the export is: FORMAT_NAME, FORMAT_VERSION, its source (the run's
+                        folder, dataset, model, and the checkpoint exported: step, folder, dev
+                        metrics), the model config, vector size, vocabulary options, tokenizer,
+                        parser settings, buckets and the inputs of every exported function
   vocab.txt             the vocabulary (training words, then the words added by vocabulary
                         expansion); found.npy bool[V] under data.oov="drop"
   relations.json        the relation vocabulary of a model with the "relations" field
@@ -74,12 +75,18 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
       differentiable: also export the functions' VJP (jax.grad through them without jaxenc).
       overwrite: replace an existing `out_dir`.
 
+    Prints one line naming what was exported (`describe`): the model, its dataset, the
+    checkpoint's step, folder and dev score; format.json's "source" records the same.
+
     Returns: `out_dir`.
     """
     out_dir = Path(out_dir)
     _check_arguments(out_dir, batch_size, platforms, overwrite)
     encoder = Encoder.from_workdir(workdir, text_parser=text_parser)
     config = json.loads((Path(workdir) / "config.json").read_text(encoding="utf-8"))
+    source = {"workdir": str(Path(workdir).resolve()), "dataset": config["task"]["dataset"],
+              "name": encoder.name, "model": config["model"]["name"],
+              **best_checkpoint(workdir, config)}
     expanded = _expand_fully(encoder, config["data"], expand_limit)
     params = jax.device_get(encoder.params)
     table = params["embed"]["embedding"][:len(encoder.vocab)]  # expansion pads to a power of 2
@@ -96,8 +103,7 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
     description = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
         "created_by": {"jaxenc": __version__, "jax": jax.__version__},
-        "source": {"workdir": str(Path(workdir).resolve()), "dataset": config["task"]["dataset"],
-                   "name": encoder.name},
+        "source": source,
         "model": encoder.model_config,
         "dim": functions.pop("dim"),
         "vocabulary": {
@@ -119,7 +125,44 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
     if out_dir.exists():
         shutil.rmtree(out_dir)
     partial.rename(out_dir)
+    print(describe(description, out_dir), flush=True)
     return out_dir
+
+
+def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[str, Any]:
+    """Which checkpoint of a run `export` (and `Encoder.from_workdir`) reads: {"step", "checkpoint"
+    (its folder), "dev" (the dev metrics recorded at that step in metrics.jsonl, {} when the run
+    has no such record)}. `config`: the run's config.json."""
+    from jaxenc.training import checkpointing, report
+
+    checkpoints = checkpointing.Checkpoints(workdir, keep=config["checkpoint"]["keep"],
+                                            best_k=config["checkpoint"]["best_k"], repair=False)
+    try:
+        step = checkpoints.best_step()
+    finally:
+        checkpoints.close()
+    metrics = Path(workdir) / report.METRICS_FILE
+    dev = next((record for record in report.read_metrics(metrics, "dev")
+                if record["step"] == step), {}) if metrics.is_file() else {}
+    return {"step": step,
+            "checkpoint": str((Path(workdir) / checkpointing.BEST_DIR / str(step)).resolve()),
+            "dev": {key: value for key, value in dev.items() if key not in ("step", "split")}}
+
+
+def describe(description: dict[str, Any], out_dir: str | os.PathLike) -> str:
+    """One line: which model an export holds (model, dataset, checkpoint step and folder, dev
+    score there) and what it is (name, size, vocabulary, buckets). `export` prints it, so a
+    run's export, the main job's included, names the model it wrote."""
+    source, model = description["source"], description["model"]
+    step = source.get("step")
+    dev = ", ".join(f"dev {key} {value:.4f}" for key, value in source.get("dev", {}).items()
+                    if key != "loss" and isinstance(value, (int, float)))
+    where = (f"step {step}{f' ({dev})' if dev else ''} from {source['checkpoint']}"
+             if step is not None else f"the best checkpoint of {source['workdir']}")
+    return (f"exported {model['name']} trained on {source['dataset']}, {where}, to {out_dir} "
+            f"({source['name']}: {description['dim']}-d, vocabulary "
+            f"{description['vocabulary']['size']}, buckets "
+            f"{','.join(map(str, description['buckets']))})")
 
 
 def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str | None = None,
@@ -314,11 +357,7 @@ def _main(args: argparse.Namespace) -> Path:
                  platforms=[p for p in args.platforms.split(",") if p],
                  text_parser=args.text_parser, expand_limit=args.expand_limit,
                  differentiable=args.differentiable, overwrite=args.overwrite)
-    description = read_description(out)
-    print(f"exported {description['source']['name']} ({description['model']['name']}, "
-          f"{description['dim']}-d, vocabulary {description['vocabulary']['size']}, buckets "
-          f"{','.join(map(str, description['buckets']))}) to {out}")
-    return out
+    return out  # `export` printed which model it wrote
 
 
 if __name__ == "__main__":

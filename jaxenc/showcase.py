@@ -2,7 +2,8 @@
 
 `showcase(rows, workdir, sentences)` (the main job's epilogue, `config.showcase`, run by
 `jaxenc.training.main`) picks the row with the best dev score, writes its encoder to
-`workdir/export` (`jaxenc.export`), loads it back (`jaxenc.load`) and encodes `sentences`
+`workdir/export` (`jaxenc.export`, which prints the model, dataset, checkpoint step and folder it
+exported; results.md names them too), loads it back (`jaxenc.load`) and encodes `sentences`
 (strings, tokenised as the training data was). Sentences are read in pairs: the cosine similarity
 of each pair's vectors is tabulated under the exported model and under every other model of the
 run, so a minimal pair ("the film that was not good is good ." / "the film that was good is not
@@ -53,7 +54,7 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     import jax
 
     from jaxenc.encoding import Encoder
-    from jaxenc.exporting import export, load
+    from jaxenc.exporting import export, load, read_description
 
     if jax.process_index() != 0:
         return ""
@@ -63,15 +64,17 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
                           "an even number, each pair compared by cosine similarity)")
     workdir = Path(workdir)
     best = best_row(rows)
-    out = export(best["workdir"], workdir / EXPORT_DIR, overwrite=True)
+    out = export(best["workdir"], workdir / EXPORT_DIR, overwrite=True)  # prints which model
     exported = load(out)
+    source = read_description(out)["source"]
     vectors = exported.encode(list(sentences), show_progress_bar=False)
     metric = next(key for key in best if key.startswith("dev "))
     lines = ["## The best model, exported and used",
-             f"{best['model']} has the best {metric} ({best[metric]:.4f}); its encoder is "
-             f"exported to `{out}` (`jaxenc.load` reads it; `jaxenc.standalone.load` needs jax "
-             f"and numpy alone). `encode` of {len(sentences)} sentences -> {vectors.dtype}"
-             f"{list(vectors.shape)}."]
+             f"{best['model']} has the best {metric} ({best[metric]:.4f}); its encoder (the "
+             f"checkpoint of step {source['step']}, `{source['checkpoint']}`) is exported to "
+             f"`{out}` (`jaxenc.load` reads it; `jaxenc.standalone.load` needs jax and numpy "
+             f"alone; format.json's \"source\" names the run and checkpoint). `encode` of "
+             f"{len(sentences)} sentences -> {vectors.dtype}{list(vectors.shape)}."]
     if sentences:
         cosines = {f"{best['model']} (export)": pair_cosines(vectors)}
         for row in rows:

@@ -118,3 +118,48 @@ def test_a_run_named_twice_is_counted_once(tmp_path, capsys):
     notes = capsys.readouterr().err.splitlines()
     assert notes == [f"note: {runs[0]}/ is the run {runs[0]} again; counted once",
                      f"note: {tmp_path / 'link'} is the run {runs[0]} again; counted once"]
+
+
+def _write_main_job(root, baselines):
+    """A train.main workdir as loop.run leaves it: the top-level run (DiSAN) whose config.json
+    names its baselines, and each baseline's run in baselines/<name> (finished unless its dev
+    results are None)."""
+    top = _write_run(root, "disan", 0, {10: 0.8}, 10, 0.81)
+    config = json.loads((top / checkpointing.CONFIG_FILE).read_text())
+    config["baselines"] = {name: base.get_config(f"{model},sick_e").model.to_dict()
+                           for name, (model, _) in baselines.items()}
+    (top / checkpointing.CONFIG_FILE).write_text(json.dumps(config))
+    for name, (model, dev) in baselines.items():
+        run = _write_run(top / "baselines" / name, model, 0, {10: dev or 0.5}, 10, 0.6)
+        if dev is None:  # still training: no test record yet
+            lines = (run / "metrics.jsonl").read_text().splitlines()
+            (run / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    return top
+
+
+def test_the_main_jobs_workdir_shows_every_model(tmp_path, capsys):
+    top = _write_main_job(tmp_path / "default", {"transformer": ("transformer", 0.7),
+                                                 "bag": ("bag", 0.55),
+                                                 "psan": ("psan", 0.75)})
+    (top / "baselines" / "not_a_run").mkdir()  # no config.json: not a run, not listed
+    table = compare.main([str(top)])
+    rows = [line.split(" | ")[0].strip("| ") for line in table.splitlines()[2:]]
+    assert rows == ["disan sick_e", "transformer sick_e", "bag sick_e", "psan sick_e"]
+    assert "| disan sick_e | 0 | 0.8000 |" in table and "| bag sick_e | 0 | 0.5500 |" in table
+    assert capsys.readouterr().err == ""
+    # a baseline also named on the command line is counted once, where it was named
+    assert compare.main([str(top / "baselines" / "bag"), str(top)]).splitlines()[2].startswith(
+        "| bag sick_e | 0 |")
+
+
+def test_a_baseline_still_training_is_left_out_with_a_note(tmp_path, capsys):
+    top = _write_main_job(tmp_path / "default", {"bag": ("bag", 0.55),
+                                                 "transformer": ("transformer", None)})
+    table = compare.main([str(top)])
+    assert "| bag sick_e |" in table and "transformer" not in table
+    assert capsys.readouterr().err == (
+        f"note: {top / 'baselines' / 'transformer'} has not finished; left out\n")
+    (top / "baselines" / "transformer" / "metrics.jsonl").unlink()  # just started
+    assert "| bag sick_e |" in compare.main([str(top)])
+    with pytest.raises(DataError, match=r"transformer/metrics.jsonl: file not found"):
+        compare.read_runs([str(top), str(top / "baselines" / "transformer")])  # named: an error

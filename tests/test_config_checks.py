@@ -132,6 +132,61 @@ def test_an_explicit_invalid_combination_stays_a_one_line_error():
     assert config.model.phase2 == "sparse"
 
 
+@pytest.mark.parametrize("made_for, dataset, parser", [
+    ("sst5_trees", "sst5_trees", "gold"),       # the data's phrase trees
+    ("trec", "trec", "spacy-constituency"),     # no trees: spaCy's, as before "auto"
+    ("sst2_trees", "trec", "spacy-constituency"),  # --config.task.dataset=trec: no gold to read
+    ("trec", "snli", "gold"),                   # --config.task.dataset=snli: its trees
+])
+def test_psan_parser_auto_is_resolved_by_the_dataset_after_overrides(made_for, dataset, parser):
+    config = configs.get_config(f"psan,{made_for}")
+    assert config.model.parser == "auto"
+    config.task.dataset = dataset  # as --config.task.dataset=...
+    config.baselines.psan = configs.model_config("psan")
+    validation.check_config(config)
+    assert config.model.parser == config.baselines.psan.parser == parser
+    validation.check_config(config)  # resolving again changes nothing
+    assert config.model.parser == parser
+    made_for_it = configs.get_config(f"psan,{dataset}")  # what a config made for it trains
+    validation.check_config(made_for_it)
+    assert made_for_it.model.parser == parser
+
+
+def test_a_fixed_parser_default_is_still_set_when_the_config_is_made():
+    assert configs.get_config("tree_lstm,synthetic").model.parser == "gold"
+    assert configs.get_config("tree_lstm,trec").model.parser == "spacy"
+
+
+@pytest.mark.parametrize("prefix", ["model", "baselines.psan"])
+def test_an_explicit_parser_that_gives_psan_no_phrase_trees_is_a_one_line_error(prefix):
+    config = configs.get_config("disan,sst5_trees")
+    config.baselines.psan = configs.model_config("psan")
+    section = config.model if prefix == "model" else config.baselines.psan
+    if prefix == "model":
+        config.model = section = configs.model_config("psan")
+    section.parser = "spacy"
+    with pytest.raises(ConfigError) as error:
+        validation.check_config(config)
+    assert str(error.value) == (f"--config.{prefix}.parser='spacy' gives no phrase trees for "
+                                f"PSAN (fix: --config.{prefix}.parser=auto)")
+    assert section.parser == "spacy"
+
+
+def test_an_explicit_benepar_parser_without_benepar_is_a_one_line_error():
+    import importlib.util
+
+    if importlib.util.find_spec("benepar") is not None:
+        pytest.skip("benepar is installed here")
+    config = configs.get_config("psan,trec")
+    config.model.parser = "benepar"
+    with pytest.raises(ConfigError) as error:
+        validation.check_config(config)
+    message = str(error.value)
+    assert message.startswith("--config.model.parser='benepar': the benepar parser needs benepar")
+    assert message.endswith("(fix: install it, or --config.model.parser=auto)")
+    assert "\n" not in message and "pip install 'jaxenc[benepar]'" in message
+
+
 def test_no_epochs_and_no_steps_is_refused():
     config = configs.get_config("bag,trec")
     config.train.epochs = 0
@@ -165,3 +220,22 @@ def test_every_shipped_config_passes():
 ])
 def test_unknown_keys_are_named_with_the_closest_keys(path, message):
     assert validation.unknown_key(configs.get_config("bag,trec"), path) == message
+
+
+@pytest.mark.parametrize("key, value, fix", [("batch_size", 12, 16),
+                                             ("eval_batch_size", 100, 104)])
+def test_a_batch_that_does_not_split_over_the_devices_is_named_before_any_data_is_read(
+        tmp_path, key, value, fix):
+    import jax
+
+    from jaxenc.training import loop
+
+    devices = jax.device_count()  # 8 fake CPU devices (conftest)
+    assert devices == 8
+    config = configs.get_config("bag,synthetic")
+    config.data[key] = value
+    with pytest.raises(ConfigError) as error:
+        loop.run(config, tmp_path / "run")
+    assert str(error.value) == (f"--config.data.{key}={value} does not split over 8 devices "
+                                f"(fix: --config.data.{key}={fix}, a multiple of 8)")
+    assert not (tmp_path / "run").exists()

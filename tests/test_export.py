@@ -327,11 +327,12 @@ def test_other_versions_and_damaged_files_are_one_line_errors(runs, tmp_path):
 
 def test_cli_exports_once_and_reports_errors_in_one_line(runs, tmp_path, capsys):
     setup, _, _, enc = runs("bag")
+    capsys.readouterr()  # the fixture's export
     target = tmp_path / "bag"
     assert exporting.main([str(setup.workdir), str(target), "--batch_size", "8",
                            "--platforms", "cpu"]) == target
-    assert "exported ckpt-bag-" in capsys.readouterr().out
     description = json.loads((target / "format.json").read_text())
+    assert capsys.readouterr().out == exporting.describe(description, target) + "\n"
     assert description["functions"]["batch_size"] == 8 and description["buckets"] == [16]
     assert description["tokenizer"] == "whitespace" and not (tmp_path / ".bag.partial").exists()
     for argv, message in [([str(setup.workdir), str(target)], "exists (fix: pass a new folder"),
@@ -351,6 +352,33 @@ def test_cli_exports_once_and_reports_errors_in_one_line(runs, tmp_path, capsys)
     assert exit_info.value.code == 0 and "jaxenc.load(OUT)" in capsys.readouterr().out
     np.testing.assert_allclose(jaxenc.load(target).encode(["the film is good ."]),
                                enc.encode(["the film is good ."]), rtol=1e-6)
+
+
+def test_an_export_names_the_model_dataset_and_checkpoint_it_came_from(tmp_path, capsys):
+    """The run's best checkpoint is the second of three (dev accuracy 0.6 > 0.5 > 0.4): the
+    export names its step and folder, and the dev metrics metrics.jsonl holds for that step."""
+    from jaxenc.training.report import METRICS_FILE, MetricsLog
+
+    setup = make_run(tmp_path, "bag")
+    checkpoints = checkpointing.Checkpoints(setup.workdir, keep=1, best_k=1)
+    metrics = MetricsLog(setup.workdir / METRICS_FILE)
+    for step, accuracy in [(10, 0.4), (20, 0.6), (30, 0.45)]:
+        state = setup.state.replace(step=step)
+        checkpoints.save_best(state, accuracy, {"step": step, "accuracy": accuracy})
+        metrics.write(step, "dev", {"accuracy": accuracy, "loss": 1.0 - accuracy})
+    checkpoints.close()
+    capsys.readouterr()
+
+    out = jaxenc.export(setup.workdir, tmp_path / "out", batch_size=BATCH, platforms=["cpu"])
+    source = exporting.read_description(out)["source"]
+    checkpoint = str((setup.workdir / checkpointing.BEST_DIR / "20").resolve())
+    assert {key: source[key] for key in ("model", "dataset", "step", "checkpoint", "dev")} == {
+        "model": "bag", "dataset": "synthetic", "step": 20, "checkpoint": checkpoint,
+        "dev": {"accuracy": 0.6, "loss": 0.4}}
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"exported bag trained on synthetic, step 20 (dev accuracy 0.6000) "
+                              f"from {checkpoint}, to {out} (ckpt-bag-")
+    assert printed.count("\n") == 1
 
 
 def test_transfer_evaluation_takes_a_workdir_or_an_export(runs, tmp_path):

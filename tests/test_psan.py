@@ -6,6 +6,7 @@ psan.md's 1,984,203 parameters)."""
 import dataclasses
 import functools
 import importlib
+import json
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +19,9 @@ from jaxenc.data.featurize import Featurizer
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.models.registry import build_encoder, encoder_config, structure_spec
-from jaxenc.training import loop
+from jaxenc.training import checkpointing, loop
 from jaxenc.training.sharding import make_mesh
+from jaxenc.training.validation import check_config
 from train.configs import base
 
 EMBED, BATCH, BUCKET = 6, 4, 24
@@ -266,6 +268,19 @@ def test_equal_and_sentence_divisions_keep_the_phrase_counts(data_root):
                                                          strict=True))
 
 
+def test_parser_auto_left_unresolved_reads_spacy_phrase_trees():
+    """A model section no training run checked (no dataset to make it "gold"): the encoder and
+    the featurizer both read spaCy-derived phrase trees, PSAN's default before "auto"."""
+    from jaxenc.structures.arrays import StructureSpec
+
+    cfg = base.model_config("psan")
+    assert cfg.parser == "auto" and encoder_config(cfg).parser == "spacy-constituency"
+    assert StructureSpec.from_config(cfg, structure_spec(cfg).fields).parser == (
+        "spacy-constituency")
+    gold = base.model_config("psan", parser="gold")
+    assert StructureSpec.from_config(gold, structure_spec(gold).fields).parser == "gold"
+
+
 PSAN_CONFIGS = ("psan_snli", "psan_trec", "psan_sst5", "psan_sst2", "psan_sick_e", "psan_sick_r")
 
 
@@ -278,11 +293,17 @@ def test_psan_configs(name, tiny_data_dir, tmp_path):
         "adadelta", 0.75, 16)
     assert config.model.freeze_embeddings and config.data.oov == "hashed"
     gold = config.task.dataset in ("snli", "sst5_phrases", "sst2_trees")
+    assert config.model.parser == "auto"  # resolved once the dataset is final (overrides)
+    check_config(config)
     assert config.model.parser == ("gold" if gold else "spacy-constituency")
     if name != "psan_snli":
         return
+    config = importlib.import_module(f"train.configs.{name}").get_config()  # "auto" again
     config.data.update(dict(data_dir=str(tiny_data_dir("snli", 30)), batch_size=8,
                             eval_batch_size=8))
     setup = loop.prepare(config, tmp_path / "run", make_mesh(jax.devices()[:1]),
                          loop.load_splits(config))
     assert loop.count_params(setup.state.params)[1] == 1_984_203  # psan.md, embeddings excluded
+    # prepare resolves "auto" too: config.json records the trees the run reads
+    saved = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
+    assert saved["model"]["parser"] == config.model.parser == "gold"

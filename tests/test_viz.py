@@ -154,6 +154,47 @@ def test_plot_curves_from_a_metrics_file(tmp_path):
     np.testing.assert_allclose(dev_loss.get_ydata(), [1.0, 1.0])
 
 
+# The main job's runs: the top-level one and its baselines (train/configs/default.py).
+MAIN_JOB_RUNS = ("disan", "psan", "dependency_transformer", "phrase_transformer", "meanmax_aae",
+                 "tree_lstm", "transformer", "bag")
+
+
+def _curve_records(seed: int) -> list[dict]:
+    """Train loss and dev accuracy records that fill the axes corner to corner, as curves do
+    (the upper right corner included, where a legend inside the axes would go)."""
+    rng = np.random.default_rng(seed)
+    steps = range(10, 310, 10)
+    return ([{"step": s, "split": "train", "loss": float(v)}
+             for s, v in zip(steps, rng.uniform(0.1, 1.0, len(steps)), strict=True)]
+            + [{"step": s, "split": "dev", "accuracy": float(v)}
+               for s, v in zip(steps, rng.uniform(0.4, 1.0, len(steps)), strict=True)])
+
+
+@pytest.mark.parametrize("labels", [("run",), MAIN_JOB_RUNS,
+                                    tuple(f"baseline_{i}_with_a_long_name" for i in range(20))])
+def test_the_curves_legend_covers_no_axes(labels):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from jaxenc.training import report
+
+    figure = report.curves_figure(
+        {label: _curve_records(i) for i, label in enumerate(labels)}, "accuracy")
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)  # the constrained layout places axes and legend when drawn
+    (legend,) = figure.legends
+    assert not any(axis.get_legend() for axis in figure.axes)
+    assert [text.get_text() for text in legend.get_texts()] == list(labels)
+    box = legend.get_window_extent(renderer)
+    for axis in figure.axes:
+        data_area = axis.get_window_extent(renderer)
+        assert not box.overlaps(data_area), (axis.get_title(), box, data_area)
+    page = figure.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    loss_lines, metric_lines = (axis.get_lines() for axis in figure.axes)
+    assert [line.get_color() for line in loss_lines] == [
+        line.get_color() for line in metric_lines]  # one legend serves both axes
+
+
 def test_plot_curves_needs_a_dev_record(tmp_path):
     metrics = MetricsLog(tmp_path / "metrics.jsonl")
     metrics.write(10, "train", {"loss": 0.9})

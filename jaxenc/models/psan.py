@@ -57,7 +57,7 @@ from jaxenc.layers.multidim_attention import (
     score_function,
 )
 from jaxenc.layers.packing import level_plan, phrase_attention
-from jaxenc.models.config import EncoderConfig, StructureNeeds, require
+from jaxenc.models.config import AUTO, EncoderConfig, StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import DIVISIONS, PARSER_NAMES
 
@@ -65,6 +65,9 @@ PSA_IMPLS = ("packed", "dense", "streaming")
 MEMORIES = ("gated", "highway", "concat")
 LEVEL_ORDERS = ("fine_to_coarse", "coarse_to_fine")
 MEMORY_NORMS = ("none", "layer")
+# What parser="auto" reads where the data ships no phrase trees: spaCy's dependency parse derived
+# into phrases (structures.md), the default before "auto".
+TEXT_PARSER = "spacy-constituency"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +97,15 @@ class PSANConfig(EncoderConfig):
         (jaxenc.data.packing.PackingConfig).
       division, single_level, memory, level_order: Table 4's ablations and the paper's order.
       memory_norm: one of MEMORY_NORMS (a deviation, module docstring).
-      parser, num_levels, min_split_len, binarize: the structure options (gold trees where the
-        data has them, spaCy-derived phrase trees elsewhere).
+      parser: where the phrase trees come from: "auto" (gold trees where the dataset ships
+        them, spaCy-derived phrase trees elsewhere), "gold", "spacy-constituency" or "benepar".
+        "auto" depends on the dataset, which the model config does not know: a training run's
+        config check (`jaxenc.training.validation.check_config`) makes it "gold" where
+        task.dataset ships phrase trees (`jaxenc.configs.GOLD_TREES`) and `resolved()` makes it
+        TEXT_PARSER elsewhere, so config.json records which trees were read. Never "benepar" by
+        itself: whether benepar is installed would change what a config trains.
+      num_levels, min_split_len, binarize: the structure options (gold trees where the data has
+        them, spaCy-derived phrase trees elsewhere).
     """
 
     freeze_embeddings: bool = True
@@ -117,7 +127,7 @@ class PSANConfig(EncoderConfig):
     memory: str = "gated"
     level_order: str = "fine_to_coarse"
     memory_norm: str = "none"
-    parser: str = "spacy-constituency"
+    parser: str = AUTO
     num_levels: int = 3
     min_split_len: int = 4
     binarize: bool = True
@@ -136,14 +146,19 @@ class PSANConfig(EncoderConfig):
         check_mask_bits(self.dropout_bits)
         require(0 <= self.single_level <= self.num_levels, "single_level", self.single_level,
                 f"is not a level in 0..{self.num_levels} (0: every level)", 0)
-        require(self.parser in PARSER_NAMES and self.parser != "spacy", "parser", self.parser,
-                "gives no phrase trees for PSAN", "spacy-constituency")
+        require(self.parser == AUTO or (self.parser in PARSER_NAMES and self.parser != "spacy"),
+                "parser", self.parser, "gives no phrase trees for PSAN", AUTO)
         require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
         require(self.packed_chunk >= 0, "packed_chunk", self.packed_chunk,
                 "is negative (0: every tile pair of a level at once)", 0)
         require(self.packed_tile >= 1, "packed_tile", self.packed_tile, "is not positive", 4)
         self.packing()  # one-line ConfigError for a bad scheme or policy
         super().validate()
+
+    def resolved(self) -> PSANConfig:
+        """`parser="auto"` that the dataset has not made "gold" (class docstring) resolved:
+        TEXT_PARSER, the phrase trees of any text."""
+        return self if self.parser != AUTO else dataclasses.replace(self, parser=TEXT_PARSER)
 
     def packing(self) -> PackingConfig:
         return PackingConfig(scheme=self.packing_scheme, capacity=self.packing_capacity)

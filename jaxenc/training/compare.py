@@ -5,11 +5,18 @@ metrics at its best-dev checkpoint, read from the runs' metrics.jsonl.
   python -m train.compare RUN_DIR [RUN_DIR ...] [--output table.md]
   e.g. python -m train.compare /tmp/runs/disan_sick_e_s* /tmp/runs/bag_sick_e_s*
 
+A run directory that holds the runs of its config's baselines (RUN_DIR/baselines/<name>, as
+train.main trains them beside the top-level run) brings them along: `python -m train.compare
+workdir/default` tabulates every model of the main job. Such a baseline that has not finished
+yet (train.main trains the baselines one after another) is left out with a note on stderr naming
+it; a run directory named on the command line that has not finished is an error.
+
 Each group is labelled by model and dataset plus the config values that set it apart from the
 other groups of that model and dataset. A run is grouped by its config.json, which a resumed run
 updates with the changes it may make (a longer run, another eval_every, ...); config keys newer
 than a run take their defaults. A run named twice (the same directory reached two ways, e.g. by
-overlapping globs) is counted once, with a note on stderr.
+overlapping globs, or named besides the run whose baseline it is) is counted once, with a note on
+stderr.
 """
 
 from __future__ import annotations
@@ -42,6 +49,11 @@ def _is_bookkeeping(key: str) -> bool:
 _NOT_METRICS = frozenset({"step", "split", "loss"})
 # What a run's config.json must hold: the defaults of newer keys depend on them.
 REQUIRED_KEYS = ("model.name", "task.dataset")
+BASELINES_DIR = "baselines"  # RUN_DIR/baselines/<name>: the run of baselines.<name> (loop.run)
+
+
+class UnfinishedRunError(DataError):
+    """A run directory whose training has not finished: no metrics.jsonl or no test result yet."""
 
 
 def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
@@ -51,9 +63,10 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
     metrics_path = workdir / report.METRICS_FILE
     config_path = workdir / checkpointing.CONFIG_FILE
     for path in (config_path, metrics_path):
-        if not path.is_file():
-            raise DataError("file not found", path=path,
-                            fix="give run directories written by python -m train.main")
+        if not path.is_file():  # no metrics.jsonl beside a config.json: a run just started
+            error = DataError if path == config_path else UnfinishedRunError
+            raise error("file not found", path=path,
+                        fix="give run directories written by python -m train.main")
     config = flatten(checkpointing.saved_config(workdir))
     missing = [key for key in REQUIRED_KEYS if key not in config]
     if missing:
@@ -69,8 +82,9 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
     config = {**defaults, **config}
     tests = report.read_metrics(metrics_path, "test", latest=False)
     if not tests:
-        raise DataError("no test result: the run has not finished", path=metrics_path,
-                        fix="let the run finish (re-running train.main in it resumes)")
+        raise UnfinishedRunError("no test result: the run has not finished",
+                                 path=metrics_path,
+                                 fix="let the run finish (re-running train.main in it resumes)")
     test = tests[-1]
     dev = {record["step"]: record for record in report.read_metrics(metrics_path, "dev")}
     if test["step"] not in dev:
@@ -141,15 +155,63 @@ def drop_repeats(workdirs: Sequence[str | os.PathLike]) -> list[str]:
     return kept
 
 
+def baseline_runs(workdir: str | os.PathLike) -> list[Path]:
+    """The run directories of `workdir`'s baselines (BASELINES_DIR/<name> with a config.json):
+    in the order of the baselines section of workdir's config.json (train.main's order), then
+    any others in name order; [] when there are none."""
+    folder = Path(workdir) / BASELINES_DIR
+    if not folder.is_dir():
+        return []
+    found = {path.name: path for path in folder.iterdir()
+             if (path / checkpointing.CONFIG_FILE).is_file()}
+    try:
+        order = list(json.loads((Path(workdir) / checkpointing.CONFIG_FILE).read_text())
+                     .get("baselines") or {})
+    except (OSError, ValueError, AttributeError):  # read_run names a bad config.json
+        order = []
+    names = [name for name in order if name in found] + sorted(set(found) - set(order))
+    return [found[name] for name in names]
+
+
+def with_baselines(workdirs: Sequence[str | os.PathLike]) -> list[tuple[str, bool]]:
+    """(run directory, named on the command line) for each of `workdirs` followed by its
+    baselines' runs (`baseline_runs`), each run once (`drop_repeats` for those named)."""
+    named = drop_repeats(workdirs)
+    seen = {Path(workdir).resolve() for workdir in named}
+    runs = []
+    for workdir in named:
+        runs.append((workdir, True))
+        for baseline in baseline_runs(workdir):
+            if baseline.resolve() not in seen:
+                seen.add(baseline.resolve())
+                runs.append((str(baseline), False))
+    return runs
+
+
+def read_runs(workdirs: Sequence[str | os.PathLike]) -> list[dict[str, Any]]:
+    """`read_run` of each of `workdirs` and of their baselines' runs (`with_baselines`); a
+    baseline's run that has not finished is left out, with a note on stderr."""
+    runs = []
+    for workdir, named in with_baselines(workdirs):
+        try:
+            runs.append(read_run(workdir))
+        except UnfinishedRunError:
+            if named:
+                raise
+            print(f"note: {workdir} has not finished; left out", file=sys.stderr)
+    return runs
+
+
 @cli.reports_errors
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(
         prog="python -m train.compare", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("workdirs", nargs="+", help="finished train.main run directories")
+    parser.add_argument("workdirs", nargs="+", help="finished train.main run directories; the "
+                        "runs of their baselines (RUN_DIR/baselines/*) are compared too")
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
-    runs = [read_run(workdir) for workdir in drop_repeats(args.workdirs)]
+    runs = read_runs(args.workdirs)
     table = report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")

@@ -67,7 +67,7 @@ from jaxenc.training import checkpointing, compilation, locking, measure, report
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.preemption import PreemptionWatch
 from jaxenc.training.sharding import (
-    check_batch_size,
+    check_batch_sizes,
     check_examples_per_step,
     initialize_distributed,
     make_mesh,
@@ -350,10 +350,11 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     """Featurizes `splits` (from `load_splits`), builds the model, initialises the state (step 0)
     and writes config.json (with the splits' data identity: `identity` when the caller computed
     it, `checkpointing.data_identity`) and the vocabularies into `workdir` unless a previous run
-    did."""
+    did. The config is checked first (`check_config`), which resolves its "auto" model options
+    in place: what is built and recorded is the same whether or not the caller checked it."""
+    check_config(config)
     data_cfg, seed = config.data, config.train.seed
-    for batch_size in (data_cfg.batch_size, data_cfg.eval_batch_size):
-        check_batch_size(batch_size, mesh)
+    check_batch_sizes(data_cfg, mesh)
     info = registry.DATASETS[config.task.dataset]
     vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg,
                                       filtered=info.name == corpus.NAME)
@@ -722,6 +723,7 @@ def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str
         runs.append((baseline, workdir / "baselines" / name))
     for cfg, path in runs:  # every mistake is reported before the first run starts
         validate(cfg)
+        check_batch_sizes(cfg.data, make_mesh())  # the mesh train_and_evaluate makes
         checkpointing.check_compatible(path, cfg)
     with locking.hold(workdir):
         splits = load_splits(config)  # the baselines differ in the model section only

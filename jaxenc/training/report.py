@@ -4,6 +4,7 @@ A write the operating system refuses (read-only, full disk) is a one-line WriteE
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from jaxenc.files import write_text_atomic, writing
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
 CURVES_FILE = "curves.png"
+LEGEND_ROWS = 14  # runs per column of the curves' legend: a 4-inch figure holds about 14
 
 
 class MetricsLog:
@@ -108,21 +110,27 @@ def write_results(workdir: str | os.PathLike, title: str, rows: Sequence[Mapping
 
 def curves_figure(runs: Mapping[str, Sequence[Mapping[str, Any]]], metric: str) -> Figure:
     """Training loss and dev `metric` against the step, one line per run (label -> records of
-    `read_metrics`). Two axes: loss, then the dev metric. A plain Figure: no pyplot state, so
-    it works headless and leaves a notebook's backend alone."""
+    `read_metrics`). Two axes: loss, then the dev metric; each run has the same colour in both,
+    so one legend, right of the axes (the constrained layout makes room for it), names the runs
+    of both and covers no curve, however many runs there are. A plain Figure: no pyplot state,
+    so it works headless and leaves a notebook's backend alone."""
     figure = Figure(figsize=(10, 4), layout="constrained")
     loss_axis, metric_axis = figure.subplots(1, 2)
-    for label, records in runs.items():
+    for index, (label, records) in enumerate(runs.items()):
         train = [r for r in records if r["split"] == "train" and "loss" in r]  # not all skipped
         dev = [r for r in records if r["split"] == "dev"]
-        loss_axis.plot([r["step"] for r in train], [r["loss"] for r in train], label=label)
+        colour = f"C{index % 10}"  # the default cycle's colours, the same in both axes
+        loss_axis.plot([r["step"] for r in train], [r["loss"] for r in train], label=label,
+                       color=colour)
         metric_axis.plot([r["step"] for r in dev], [r[metric] for r in dev], marker="o",
-                         label=label)
+                         label=label, color=colour)
     loss_axis.set(xlabel="step", ylabel="training loss", title="training loss")
     metric_axis.set(xlabel="step", ylabel=f"dev {metric}", title=f"dev {metric}")
     for axis in (loss_axis, metric_axis):
         axis.grid(alpha=0.3)
-        axis.legend()
+    handles, labels = metric_axis.get_legend_handles_labels()  # line and marker: both axes'
+    figure.legend(handles, labels, loc="outside right upper",
+                  ncols=math.ceil(len(labels) / LEGEND_ROWS) or 1)
     return figure
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -68,12 +69,21 @@ def data_sharded(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
 
 
-def check_batch_size(batch_size: int, mesh: Mesh) -> None:
-    """ConfigError unless the global batch splits evenly over the mesh."""
+def check_batch_size(batch_size: int, mesh: Mesh, key: str = "data.batch_size") -> None:
+    """ConfigError unless the global batch (config key `key`) splits evenly over the mesh. The
+    batch size is not changed to fit: it changes what training computes (the optimiser's steps),
+    so the message offers the next multiple of the device count instead."""
     devices = mesh.shape[DATA_AXIS]
     if batch_size % devices:
-        raise ConfigError(f"data.batch_size={batch_size} does not split over {devices} devices "
-                          f"(fix: use a multiple of {devices})")
+        raise ConfigError(f"--config.{key}={batch_size} does not split over {devices} devices "
+                          f"(fix: --config.{key}={-(-batch_size // devices) * devices}, a "
+                          f"multiple of {devices})")
+
+
+def check_batch_sizes(data_cfg: Mapping[str, Any], mesh: Mesh) -> None:
+    """`check_batch_size` of data.batch_size and data.eval_batch_size."""
+    for key in ("batch_size", "eval_batch_size"):
+        check_batch_size(data_cfg[key], mesh, f"data.{key}")
 
 
 def check_examples_per_step(encoder_config: object, mesh: Mesh) -> None:

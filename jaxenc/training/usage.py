@@ -59,6 +59,8 @@ MEANINGS: dict[str, str] = {
     "data.freeze_embeddings": "keep the word table fixed (sets model.freeze_embeddings)",
     "data.phrase_repeats": "sst5_phrases: repeats of non-neutral phrases per epoch",
     "data.corpus_files": 'task.dataset="corpus": the text files, one sentence a line',
+    "data.corpus_oov": 'task.dataset="corpus": a sentence with an unknown word: "drop_sentences", '
+                       '"drop_words" or "unk"',
     "data.expand_vocabulary": "as an encoder: any word with a vector in data.embeddings",
     "optim.name": "the optimiser: one of the optimisers above",
     "optim.learning_rate": "the learning rate (reached after warmup_steps)",

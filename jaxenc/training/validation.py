@@ -7,9 +7,11 @@ and `MODEL_RULES` (every model section: `model` and each `baselines.NAME`) state
 be; the fix offered is the key's default. A model section is then validated by its own config
 class (jaxenc.models.config.EncoderConfig.validate), whose messages name the same flags, and its
 "auto" options are replaced in the config by the values the encoder is built with
-(`registry.resolved_auto`): overrides are applied by then, and the training loop checks the
+(`registry.resolved_auto`; a `parser` left "auto" becomes "gold" first where task.dataset ships
+the trees the model reads): overrides are applied by then, and the training loop checks the
 config before it compares it with a resumed run's and saves it, so config.json records the
-resolved values.
+resolved values. An explicit parser="benepar" is checked to be installed here, before anything is
+read.
 
 `unknown_key(config, path)` words an override of a key the config does not have, with the
 closest keys of that section as the fix.
@@ -29,6 +31,7 @@ import ml_collections
 from jaxenc import configs
 from jaxenc.errors import ConfigError
 from jaxenc.models import registry
+from jaxenc.models.config import AUTO
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,16 +140,19 @@ def _model_sections(config: ml_collections.ConfigDict) -> Iterator[tuple[str, An
         yield f"baselines.{name}", section
 
 
-def _check_model(prefix: str, section: Any) -> None:
+def _check_model(prefix: str, section: Any, dataset: str | None) -> None:
     """MODEL_RULES, then the model's config class, with messages naming `--config.<prefix>.`;
-    then the section's "auto" options are set to their resolved values."""
+    then the section's "auto" options are set to their resolved values: a `parser` by `dataset`
+    first (`_resolve_parser`), every other one by its config class."""
     spec = registry.encoder_spec(section["name"])
     defaults = spec.config().to_dict()
     for field, rule in MODEL_RULES.items():
         if field in section and not rule.accepts(section[field]):
             raise _refuse(f"{prefix}.{field}", section[field], rule.requirement, defaults[field])
     try:
+        _resolve_parser(section, dataset)
         resolved = registry.resolved_auto(section)
+        _check_parser_installed(section, defaults.get("parser"))
     except ConfigError as error:  # its message names "model.FIELD=VALUE ... --config.model.FIELD"
         text = str(error).replace("--config.model.", f"--config.{prefix}.")
         text = re.sub(r"(?<![\w.-])model\.", f"{prefix}.", text)
@@ -155,6 +161,30 @@ def _check_model(prefix: str, section: Any) -> None:
         raise ConfigError(text) from None
     for field, value in resolved.items():
         section[field] = value
+
+
+def _resolve_parser(section: Any, dataset: str | None) -> None:
+    """A `parser` left "auto" becomes "gold" where `dataset` ships the trees the model reads
+    (`configs.ships_gold_trees`); elsewhere the model's config class resolves it (PSAN: spaCy's
+    phrase trees). Done here, not when the config is made, because the dataset is known only
+    once the command line's overrides are applied."""
+    if section.get("parser") == AUTO and dataset and configs.ships_gold_trees(section, dataset):
+        section["parser"] = "gold"
+
+
+def _check_parser_installed(section: Any, default: Any) -> None:
+    """An explicit parser="benepar" without benepar or its model installed: a one-line error
+    now, before anything is read, rather than once the data is (benepar is optional)."""
+    if section.get("parser") != "benepar":
+        return
+    from jaxenc.errors import ParserUnavailableError
+    from jaxenc.structures.parsers import BeneparParser
+
+    try:
+        BeneparParser()  # checks the distributions and the model; loads nothing
+    except ParserUnavailableError as error:
+        raise ConfigError(f"model.parser='benepar': {error} (fix: install it, or "
+                          f"--config.model.parser={default})") from None
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -177,8 +207,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     if config.train.get("num_steps", 0) == 0 and config.train.get("epochs", 1) == 0:
         raise ConfigError("--config.train.epochs=0 trains nothing while --config.train.num_steps=0 "
                           "(fix: --config.train.epochs=10, or a --config.train.num_steps > 0)")
+    dataset = config.task.get("dataset") if config.get("task") else None
     for prefix, section in _model_sections(config):
-        _check_model(prefix, section)
+        _check_model(prefix, section, dataset)
 
 
 def _guesses(typed: str, keys: list[str]) -> list[str]:
