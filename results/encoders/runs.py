@@ -99,6 +99,12 @@ RECIPES: dict[str, dict[str, str]] = {
 }
 
 
+# Tasks outside the sweep take the recipe of the sweep task they resemble: the pair tasks
+# SICK-R's, the single-sentence classifications TREC's.
+RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "sick_r",
+               "sst2": "trec", "sst5": "trec"}
+
+
 def runs_root() -> Path:
     return Path(os.environ.get("RUNS", REPO.parent / "runs"))
 
@@ -128,9 +134,10 @@ def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[st
         for task in tasks:
             for model in models:
                 family = MODELS[model][1]
-                variant = RECIPES.get(family, {}).get(task)
+                variant = RECIPES.get(family, {}).get(RECIPE_TASK[task])
                 if variant is None:
-                    print(f"{model} on {task}: no recipe chosen yet (run the sweep)",
+                    print(f"{model} on {task}: no {RECIPE_TASK[task]} recipe chosen yet (run "
+                          "the sweep)",
                           file=sys.stderr)
                     continue
                 plan[f"{model}_{task}_s{seed}"] = command(model, task, seed,
