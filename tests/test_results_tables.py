@@ -49,16 +49,14 @@ def test_every_table_is_in_the_readme_or_the_results_page(table):
 def test_the_headline_has_a_row_per_model_and_a_number_or_a_page_each(table):
     rows = table.headline_table().splitlines()[2:]
     assert len(rows) == len(table.runs.MODELS) + len(table.STATIC_ROWS)
-    choices = table.sweep_choices()
     for model, row in zip(table.runs.MODELS, rows, strict=False):
         cell = row.strip("|").split("|")[-1].strip()
         assert row.startswith(f"| {table.HEADLINE[model][0]} |")
-        seeded = list(table.RUNS.glob(f"{model}_trec_s*/results.md"))
+        seeded = [seed for seed in range(table.MAX_SEEDS)
+                  if (name := table.runs.run_name(model, "trec", seed))
+                  and (table.RUNS / name / "results.md").is_file()]
         if seeded:
             assert cell.endswith(f"({len(seeded)} seed{'s' if len(seeded) > 1 else ''})"), row
-        elif (table.runs.SWEEP_MODEL.get(table.runs.MODELS[model][1]) == model
-              and "trec" in choices.get(table.runs.MODELS[model][1], {})):
-            assert cell.endswith("(seed 0, sweep)"), row
         else:
             assert cell == "—", row
     for row in rows[len(table.runs.MODELS):]:
@@ -81,11 +79,27 @@ def test_rewriting_replaces_a_stale_table(table):
 
 
 def test_table_recipes_are_the_sweep_choices(table):
-    """runs.RECIPES (what the seeded table runs train) names, for every family and task the sweep
-    has finished, the variant with the best seed-0 dev score."""
+    """Every recipe of runs.RECIPES (what the seeded table runs train) is, among the committed
+    sweep runs of its family and task, the variant with the best seed-0 dev score; a family
+    and task whose whole sweep is committed has its recipe."""
     chosen = table.sweep_choices()
-    for family, tasks in chosen.items():
+    for family, tasks in table.runs.RECIPES.items():
         for task, variant in tasks.items():
+            assert chosen.get(family, {}).get(task) == variant, (family, task)
+    for family, tasks in chosen.items():
+        for task in tasks:
             if all((table.RUNS / f"sweep_{family}_{task}_{name}" / "results.md")
-                                  .is_file() for name in table.runs.SWEEP[family]):
-                assert table.runs.RECIPES.get(family, {}).get(task) == variant, (family, task)
+                   .is_file() for name in table.runs.SWEEP[family]):
+                assert task in table.runs.RECIPES.get(family, {}), (family, task)
+
+
+def test_seed_zero_of_a_sweep_model_is_its_chosen_sweep_run(table):
+    runs = table.runs
+    for family, tasks in runs.RECIPES.items():
+        for task, variant in tasks.items():
+            model = runs.SWEEP_MODEL[family]
+            assert runs.run_name(model, task, 0) == f"sweep_{family}_{task}_{variant}"
+            assert runs.run_name(model, task, 1) == f"{model}_{task}_s1"
+            plan = runs.table_plan([model], [task], [0])
+            sweep = runs.sweep_plan([family], [task], [variant])
+            assert plan == sweep  # the same command: seed 0 is not trained twice

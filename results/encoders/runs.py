@@ -96,6 +96,7 @@ RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "disan": {"trec": "lr1e-3_keep0.75"},
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
+    "transformer": {"trec": "post_lr3e-4_unscaled"},
 }
 
 
@@ -128,20 +129,32 @@ def sweep_plan(families: list[str], tasks: list[str],
             if not variants or variant in variants}
 
 
+def run_name(model: str, task: str, seed: int) -> str | None:
+    """The run of `model` on `task` with `seed` at its family's recipe: seed 0 of the model a
+    family's sweep trains, on a sweep task, is that sweep's chosen run (the same command); None
+    while the task's recipe is not chosen."""
+    family = MODELS[model][1]
+    variant = RECIPES.get(family, {}).get(RECIPE_TASK[task])
+    if variant is None:
+        return None
+    if seed == 0 and task in SWEEP_TASKS and SWEEP_MODEL.get(family) == model:
+        return f"sweep_{family}_{task}_{variant}"
+    return f"{model}_{task}_s{seed}"
+
+
 def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[str, list[str]]:
     plan = {}
     for seed in seeds:
         for task in tasks:
             for model in models:
-                family = MODELS[model][1]
-                variant = RECIPES.get(family, {}).get(RECIPE_TASK[task])
-                if variant is None:
+                name = run_name(model, task, seed)
+                if name is None:
                     print(f"{model} on {task}: no {RECIPE_TASK[task]} recipe chosen yet (run "
-                          "the sweep)",
-                          file=sys.stderr)
+                          "the sweep)", file=sys.stderr)
                     continue
-                plan[f"{model}_{task}_s{seed}"] = command(model, task, seed,
-                                                          SWEEP[family][variant])
+                family = MODELS[model][1]
+                variant = RECIPES[family][RECIPE_TASK[task]]
+                plan[name] = command(model, task, seed, SWEEP[family][variant])
     return plan
 
 

@@ -72,6 +72,7 @@ STATIC_ROWS = {
     "meanmax_aae": ("Mean-Max AAE", "Zhang et al. 2018", "none (unsupervised autoencoder)",
                     "frozen transfer tasks: [results/meanmax_aae](results/meanmax_aae/README.md)"),
 }
+MAX_SEEDS = 10  # seeds looked for per model and task
 LINK = re.compile(r"\]\(([^)#:]+)\)")
 MARKER = re.compile(r"<!-- table\.py: (\w+) -->\n(.*?)<!-- /table\.py -->", re.DOTALL)
 
@@ -136,28 +137,28 @@ def _cell(values: list[float], task: str) -> str:
             f"{_format(task, statistics.stdev(values))}")
 
 
-def _headline_cell(model: str, choices: dict[str, dict[str, str]]) -> str:
-    """TREC test accuracy: the seeded table runs, else the family's sweep choice (when the sweep
-    trains this model), else —."""
-    seeded = [_run(path.parent)["test"]["accuracy"]
-              for path in sorted(RUNS.glob(f"{model}_trec_s*/results.md"))]
-    if seeded:
-        return f"{_cell(seeded, 'trec')} ({len(seeded)} seed{'s' if len(seeded) > 1 else ''})"
-    family = runs.MODELS[model][1]
-    variant = choices.get(family, {}).get("trec")
-    if variant is None or runs.SWEEP_MODEL.get(family) != model:
+def seed_runs(model: str, task: str) -> list[dict]:
+    """The committed runs of `model` on `task` at its recipe, one per seed (seed 0 of a sweep
+    model on a sweep task is the chosen sweep run: runs.run_name)."""
+    names = [runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)]
+    return [_run(RUNS / name) for name in names
+            if name is not None and (RUNS / name / "results.md").is_file()]
+
+
+def _headline_cell(model: str) -> str:
+    """TREC test accuracy over the committed seeds of the model's recipe, else —."""
+    seeded = [run["test"]["accuracy"] for run in seed_runs(model, "trec")]
+    if not seeded:
         return "—"
-    run = _run(RUNS / f"sweep_{family}_trec_{variant}")
-    return f"{_format('trec', run['test']['accuracy'])} (seed 0, sweep)"
+    return f"{_cell(seeded, 'trec')} ({len(seeded)} seed{'s' if len(seeded) > 1 else ''})"
 
 
 def headline_table() -> str:
-    choices = sweep_choices()
     lines = ["| encoder | paper | structure it reads | TREC test accuracy (%) |",
              "|---|---|---|---|"]
     for model in runs.MODELS:
         name, paper, structure = HEADLINE[model]
-        lines.append(f"| {name} | {paper} | {structure} | {_headline_cell(model, choices)} |")
+        lines.append(f"| {name} | {paper} | {structure} | {_headline_cell(model)} |")
     lines += [f"| {' | '.join(row)} |" for row in STATIC_ROWS.values()]
     return "\n".join(lines)
 
@@ -166,8 +167,7 @@ def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")
     lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
              + " | seeds |", "|---" * (len(tasks) + 2) + "|"]
     for model in runs.MODELS:
-        found = {task: [_run(path.parent) for path in
-                        sorted(RUNS.glob(f"{model}_{task}_s*/results.md"))] for task in tasks}
+        found = {task: seed_runs(model, task) for task in tasks}
         if not any(found.values()):
             continue
         cells = [_cell([run["test"][PRIMARY[task][0]] for run in found[task]], task)
