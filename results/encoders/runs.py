@@ -71,7 +71,11 @@ SWEEP = {
     "psan": {"lr1e-3": {"model.keep_prob": 1.0},
              "lr1e-3_keep0.75": {"model.keep_prob": 0.75},
              "lr3e-4": {"model.keep_prob": 1.0, "optim.learning_rate": 3e-4},
-             "lr1e-3_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer"}},
+             "lr1e-3_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer"},
+             "lr3e-3_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer",
+                             "optim.learning_rate": 3e-3},
+             "lr1e-3_highway_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer",
+                                     "model.memory": "highway"}},
     "tree_lstm": {"lr1e-3": {}, "lr3e-3": {"optim.learning_rate": 3e-3}},
     "transformer": {
         "post_lr3e-4_scaled": {"optim.learning_rate": 3e-4, "model.scale_embeddings": True,
@@ -94,7 +98,7 @@ SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tre
 # checks these against the committed sweep runs)
 RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
-    "disan": {"trec": "lr1e-3_keep0.75"},
+    "disan": {"trec": "lr1e-3_keep0.75", "sick_r": "lr1e-3"},
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "transformer": {"trec": "post_lr3e-4_unscaled"},
 }
