@@ -14,8 +14,9 @@ sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py
   python results/encoders/runs.py list sweep   # the commands, one a line
 
 Workdirs (checkpoints included) go to $RUNS (default ../runs, beside the repository). A run
-whose results.md exists is skipped, an unfinished one resumes, and one that another queue holds
-(its lock file) is left to it, so queues can be started at any time, side by side.
+whose results.md exists there or among the committed runs is skipped, an unfinished one
+resumes, and one that another queue holds (its lock file) is left to it, so queues can be
+started at any time, side by side.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "disan": {"trec": "lr1e-3_keep0.75", "sick_r": "lr1e-3"},
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
-    "transformer": {"trec": "post_lr3e-4_unscaled"},
+    "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "post_lr3e-4_unscaled"},
+    "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_norm"},
 }
 
 
@@ -164,7 +166,7 @@ def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[st
 
 def run_one(name: str, argv: list[str]) -> str:
     workdir = runs_root() / name
-    if (workdir / "results.md").is_file():
+    if (workdir / "results.md").is_file() or (COMMITTED / name / "results.md").is_file():
         return f"done already: {name}"
     with open(runs_root() / f"{name}.lock", "w") as lock:
         try:
