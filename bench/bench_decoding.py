@@ -14,6 +14,7 @@ take turns (bench.common.time_in_turns, settled), so the load of a shared machin
 alike; the table also says whether they returned the same tokens.
 
     python -m bench.bench_decoding --lengths 16,64 --model-dim 64 --ff-dim 128 --repeats 3
+    python -m bench.bench_decoding --budget 100 --out results/bench/decoding.md
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+from pathlib import Path
 
 import jax
 import numpy as np
 
 from bench.common import parse_ints, time_in_turns
+from bench.run import machine
 from jaxenc import cli
 from jaxenc.configs import model_config
 from jaxenc.data.vocab import EOS, NUM_SPECIAL
@@ -98,12 +101,15 @@ def measure(args: argparse.Namespace) -> list[dict]:
 
 
 def markdown(rows: list[dict], args: argparse.Namespace, load: tuple[float, float]) -> str:
-    """The table: decoded tokens/s, uncached and cached, and their ratio."""
+    """The table: decoded tokens/s, uncached and cached, and their ratio, after a line that
+    states the settings and the machine (CPU model, cores, load average, JAX version)."""
+    host = machine()
     lines = [f"Decoded tokens/s, batch {args.batch} (beam search: {args.beam} hypotheses per "
              f"row), source {args.source} tokens, d {args.model_dim}, ff {args.ff_dim}, "
              f"{args.heads} heads, Transformer decoder {args.layers} layers, vocabulary "
-             f"{args.vocab}; {jax.devices()[0].platform} ({os.cpu_count()} cores, load average "
-             f"{load[0]:.1f} at the start, {load[1]:.1f} at the end); median of up to "
+             f"{args.vocab}; {host['backend']} ({host['cpu_model']}, {host['nproc']} cores, "
+             f"load average {load[0]:.1f} at the start, {load[1]:.1f} at the end; jax "
+             f"{host['jax']}); median of up to "
              f"{args.repeats} calls per variant, the two taking turns "
              "(python -m bench.bench_decoding).", "",
              "| decoder | search | length | uncached tokens/s | cached tokens/s | "
@@ -154,10 +160,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--budget", type=float, default=20.0,
                         help="seconds of timed calls per variant at most (fewer calls when "
                              "one is slow; at least one)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     start = os.getloadavg()[0]
     rows = measure(args)
-    print(markdown(rows, args, (start, os.getloadavg()[0])))
+    table = markdown(rows, args, (start, os.getloadavg()[0]))
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table)
     return rows
 
 

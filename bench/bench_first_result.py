@@ -13,10 +13,16 @@ reading, parsing and featurizing the splits (JAX work during set-up excluded); t
 compile = JAX's own timings of tracing to jaxprs, lowering to StableHLO and XLA compiling (a
 cache hit counts its read), summed over every program of the run; run = the rest (training steps,
 evaluations, checkpoints, decoding). compiles = XLA compilations the cache did not serve; hits =
-those it did.
+those it did. load = the 1-minute load average when the row's run ended (the machine is shared).
+
+`--update` re-measures only `--models` and replaces their rows in the report already in `--out`
+(results.json and report.md), keeping the other encoders' rows as they were measured; it
+refuses other `--steps` / `--eval_every` than the report's.
 
     python -m bench.bench_first_result --data_dir $JAXENC_DATA_DIR
     python -m bench.bench_first_result --models psan,disan --steps 6 --out results/bench/first
+    python -m bench.bench_first_result --models meanmax_aae --update \
+        --out results/bench/first_result
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +47,9 @@ DATASETS = {
 }
 CORPUS_LINES = 3000  # Mean-Max AAE: the first lines of Multi30k's English training side
 COLUMNS = ("total", "start", "data", "trace", "lower", "compile", "run")
+# report.md's first line before results.json kept the settings: its steps, dev period and load
+OLD_HEADER = re.compile(r"Time to first result: (\d+) steps, dev every (\d+), .*load average "
+                        r"([\d.]+) at the end")
 
 
 def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, data_dir: str,
@@ -112,18 +122,47 @@ def run_twice(model: str, args: argparse.Namespace, scratch: Path, corpus_file: 
                      "compile": split["compile"],
                      "run": split["in_process"] - split["data"] - jax_s,
                      "compiles": split["compiles"], "hits": split["hits"],
-                     "train shapes": split["train shapes"]})
+                     "train shapes": split["train shapes"], "load": os.getloadavg()[0]})
         print(_table(rows[-1:], header=not rows[:-1] and model == args.models[0]), flush=True)
     return rows
 
 
 def _table(rows: list[dict], header: bool = True) -> str:
-    names = ("model", "dataset", "cache", *COLUMNS, "compiles", "hits", "train shapes")
+    names = ("model", "dataset", "cache", *COLUMNS, "compiles", "hits", "train shapes", "load")
     lines = [f"| {' | '.join(names)} |", f"|{'---|' * len(names)}"] if header else []
     for row in rows:
-        cells = [f"{row[name]:.1f}" if name in COLUMNS else str(row[name]) for name in names]
+        cells = [f"{row[name]:.1f}" if name in COLUMNS else str(row[name]) for name in names[:-1]]
+        cells.append(f"{row['load']:.1f}" + ("*" if row.get("load_at_end_of_all") else ""))
         lines.append(f"| {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def _previous(out: Path) -> tuple[list[dict], dict]:
+    """(rows, settings) of the report in `out`. A results.json that is a list of rows predates
+    the settings and loads in it: they are read from report.md's first line, each row getting
+    the load at the end of its whole run (`load_at_end_of_all`)."""
+    saved = json.loads((out / "results.json").read_text())
+    if isinstance(saved, dict):
+        return saved["rows"], saved["settings"]
+    match = OLD_HEADER.match((out / "report.md").read_text())
+    if match is None:
+        sys.exit(f"error: {out / 'report.md'} does not start with the line this script writes")
+    rows = [{**row, "load": float(match[3]), "load_at_end_of_all": True} for row in saved]
+    return rows, {"steps": int(match[1]), "eval_every": int(match[2])}
+
+
+def _merged(previous: list[dict], measured: list[dict]) -> list[dict]:
+    """`previous` with the rows of every model in `measured` replaced by its new ones, in place
+    (a model new to the report is added at the end)."""
+    models = list(dict.fromkeys(row["model"] for row in measured))
+    merged, placed = [], set()
+    for row in previous:
+        if row["model"] not in models:
+            merged.append(row)
+        elif row["model"] not in placed:
+            merged += [new for new in measured if new["model"] == row["model"]]
+            placed.add(row["model"])
+    return merged + [row for row in measured if row["model"] not in placed]
 
 
 def main() -> None:
@@ -136,6 +175,8 @@ def main() -> None:
     parser.add_argument("--data_dir", default=os.environ.get("JAXENC_DATA_DIR", ""),
                         help="the shared/data folder (default: $JAXENC_DATA_DIR)")
     parser.add_argument("--out", default="", help="folder for results.json and report.md")
+    parser.add_argument("--update", action="store_true",
+                        help="replace only the rows of --models in the report in --out")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--cache", default="", help=argparse.SUPPRESS)
@@ -151,24 +192,38 @@ def main() -> None:
     unknown = sorted(set(args.models) - set(DATASETS))
     if unknown:
         sys.exit(f"error: --models {','.join(unknown)}: not one of {', '.join(DATASETS)}")
+    previous = []
+    if args.update:
+        if not args.out:
+            sys.exit("error: --update replaces rows of the report in --out (fix: --out FOLDER)")
+        previous, settings = _previous(Path(args.out))
+        if settings != {"steps": args.steps, "eval_every": args.eval_every}:
+            sys.exit(f"error: the report in {args.out} has {settings['steps']} steps, dev every "
+                     f"{settings['eval_every']} (fix: --steps {settings['steps']} --eval_every "
+                     f"{settings['eval_every']})")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         corpus_file = _corpus(args.data_dir, Path(scratch) / "corpus.txt")
         for model in args.models:
             rows += run_twice(model, args, Path(scratch), corpus_file)
-            report = _write(rows, args)  # after every model: a later failure keeps the rows
+            # after every model: a later failure keeps the rows
+            report = _write(_merged(previous, rows), args)
     print("\n" + report)
 
 
 def _write(rows: list[dict], args: argparse.Namespace) -> str:
     """The report of `rows` (markdown), also written to --out when given."""
+    marked = any(row.get("load_at_end_of_all") for row in rows)
     report = (f"Time to first result: {args.steps} steps, dev every {args.eval_every}, then test "
-              f"(seconds; {os.cpu_count()} CPU cores, load average "
-              f"{os.getloadavg()[0]:.1f} at the end)\n\n{_table(rows)}\n")
+              f"(seconds; {os.cpu_count()} CPU cores; load: the 1-minute load average when the "
+              "row's run ended" + ("; *: when the run of every encoder ended" if marked else "")
+              + f")\n\n{_table(rows)}\n")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+        settings = {"steps": args.steps, "eval_every": args.eval_every}
+        (out / "results.json").write_text(json.dumps({"settings": settings, "rows": rows},
+                                                     indent=1) + "\n")
         (out / "report.md").write_text(report)
     return report
 

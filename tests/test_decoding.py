@@ -132,6 +132,39 @@ def test_beam_finds_what_greedy_misses_and_length_penalty_prefers_longer():
     np.testing.assert_allclose(long[1], np.log(0.45) / (7 / 6) ** 2, rtol=1e-5)
 
 
+def test_rows_marked_done_stay_pad_and_end_the_loop_with_the_other_rows():
+    # rows of source 0 say A, then EOS after any token; rows of source 1 (filler) never say EOS
+    table = np.full((2, VOCAB, VOCAB), -30.0, np.float32)  # [source, last token, next]
+    table[0, :, EOS] = table[0, BOS, A] = table[1, :, A] = 0.0
+    table[0, BOS, EOS] = -30.0
+    steps = []
+
+    def step_fn(tokens, t, cache):  # counts the loop's steps
+        jax.debug.callback(lambda: steps.append(1))
+        return jnp.asarray(table)[cache, tokens[:, t]], cache
+
+    done = np.array([False, True, False])
+    for beam_size in (1, 3):
+        sources = np.repeat(np.asarray(done, np.int32), beam_size)
+        results = {}
+        for marked in (None, done):
+            steps.clear()
+            if beam_size == 1:
+                tokens = decoding.greedy_decode(step_fn, sources, 3, MAX_LENGTH, done=marked)
+            else:
+                tokens = decoding.beam_search(step_fn, sources, 3, beam_size, MAX_LENGTH,
+                                              done=marked)[0]
+            results[marked is None] = np.asarray(tokens), len(steps)
+        (unmarked, unmarked_steps), (tokens, marked_steps) = results[True], results[False]
+        np.testing.assert_array_equal(tokens[~done], unmarked[~done])  # the same real rows
+        np.testing.assert_array_equal(tokens[~done], [[A, EOS] + [PAD] * (MAX_LENGTH - 2)] * 2)
+        np.testing.assert_array_equal(unmarked[done], [[A] * MAX_LENGTH])
+        np.testing.assert_array_equal(tokens[done], [[PAD] * MAX_LENGTH])
+        assert unmarked_steps == MAX_LENGTH, beam_size
+        # greedy: the real rows end after 2 steps; beam search: once all their hypotheses have
+        assert marked_steps == 2 if beam_size == 1 else 2 <= marked_steps < MAX_LENGTH
+
+
 # ----------------------------------------------------------------------------- real decoders
 
 MODEL_VOCAB, SOURCE_LENGTH, ROWS, DECODE_LENGTH = 24, 7, 6, 12

@@ -550,6 +550,46 @@ def test_a_run_reports_reconstruction_accuracy_perplexity_and_greedy_samples(cor
         assert all(set(line.split(": ")[1].split()) <= set(vocab.tokens) for line in after)
 
 
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_test_split_decoding_batches_give_the_per_bucket_hypotheses_and_bleu(
+        beam_size, tmp_path, noisy_params):
+    """The test split as the loop decodes it (loop.DECODE: one shape, the fewest rows) gives the
+    hypotheses, so the BLEU and results line, of decoding its dev/test batches (one per bucket,
+    each filled up with filler rows), on a tiny model whose rows end at different steps."""
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus_lines(400, seed=3)) + "\n")
+    config = base.get_config("meanmax_aae,corpus")
+    config.model.update(dict(TINY, dropout_rate=0.0))
+    config.task.update(dict(dev_fraction=0.1, test_fraction=0.15))
+    config.task.head.decoder.update(dict(beam_size=beam_size, max_decode_length=10))
+    config.data.update(dict(corpus_files=str(tmp_path / "corpus.txt"), oov="drop",
+                            embeddings=str(write_vectors(tmp_path / "vectors.txt", WORDS)),
+                            freeze_embeddings=True, batch_size=16, eval_batch_size=32,
+                            max_length=12, bucket_step=4))
+    splits, mesh = loop.load_splits(config), make_mesh()
+    setup = loop.prepare(config, tmp_path / "run", mesh, splits)
+    per_bucket, decoding = setup.batchers["test"], setup.batchers[loop.DECODE]
+    shapes = lambda batcher: {b["source/tokens"].shape for b in batcher.epoch(0)}
+    assert len(shapes(per_bucket)) > 1 and len(shapes(decoding)) == 1
+    rows = loop.decode_batch_size(len(splits["test"]), 32, mesh.size)
+    assert shapes(decoding) == {(rows, 12)} and rows % mesh.size == 0
+    assert decoding.num_batches * rows < per_bucket.num_batches * 32  # fewer filler rows
+    params = noisy_params(setup.model, next(setup.batchers["train"].epoch(0)), seed=1)
+    out = params["decoder"]["logits"]  # some rows end at once, others run to the end
+    out["kernel"] = out["kernel"].at[:, EOS].multiply(10.0)
+    step, results = loop.make_test_step(setup.model, setup.task, mesh), []
+    for batcher in (per_bucket, decoding):
+        collected = loop.collect(step, params, batcher, mesh)
+        order = np.argsort(collected["index"])
+        collected = {key: value[order] for key, value in collected.items()}
+        results.append((collected, setup.task.test_metrics(collected, splits["test"])))
+    (old, old_metrics), (new, new_metrics) = results
+    np.testing.assert_array_equal(new["index"], np.arange(len(splits["test"])))
+    np.testing.assert_array_equal(new["hypothesis"], old["hypothesis"])
+    assert new_metrics == old_metrics
+    ends = {list(row).index(EOS) if EOS in row else 10 for row in new["hypothesis"]}
+    assert len(ends) > 1 and 10 in ends, ends
+
+
 def test_a_run_is_an_encoder_with_vocabulary_expansion(corpus_run):
     _, workdir, _, _ = corpus_run
     encoder = CheckpointEncoder(workdir, progress=False)

@@ -17,7 +17,8 @@ the token buffer alone, so it checks the cache bookkeeping rather than sharing i
 The cache never changes shape, so each function compiles once per (batch, source bucket) and one
 `lax.while_loop` stops as soon as every row has produced EOS (or after max_length tokens).
 Outputs are int32[B, max_length]: y_1 .. y_n, EOS, then PAD (0); a row that never produced EOS is
-cut at max_length.
+cut at max_length. Rows the caller marks `done` (the filler rows of a padded batch) start finished
+and stay PAD, so they never keep the loop going.
 
 Beam search keeps `beam_size` hypotheses per row, ranked at every step by the length-normalised
 log-probability log P(y) / lp(y), lp = ((5 + |y|) / 6) ** length_penalty (Wu et al. 2016; 0 = no
@@ -65,10 +66,18 @@ def _buffer(rows: int, max_length: int) -> jax.Array:
     return jnp.zeros((rows, max_length + 1), jnp.int32).at[:, 0].set(BOS)
 
 
-def greedy_decode(step_fn: StepFn, cache: Cache, batch_size: int,
-                  max_length: int) -> jax.Array:
+def _not_decoded(done: jax.Array | None, batch_size: int) -> jax.Array:
+    """bool[B]: the rows that `done` marks as needing no decoding (none when it is None)."""
+    return (jnp.zeros(batch_size, bool) if done is None
+            else jnp.broadcast_to(jnp.asarray(done, bool), (batch_size,)))
+
+
+def greedy_decode(step_fn: StepFn, cache: Cache, batch_size: int, max_length: int,
+                  done: jax.Array | None = None) -> jax.Array:
     """int32[B, max_length]: the most probable next token at every step, until EOS. `cache` is
-    the step function's initial cache for the B rows."""
+    the step function's initial cache for the B rows; `done` bool[B] marks rows that need no
+    decoding (a batch's filler rows): they start finished, stay PAD, and the loop ends once
+    every other row has (the other rows' tokens are those of a call without `done`)."""
 
     def step(state):
         t, tokens, finished, cache = state
@@ -80,7 +89,8 @@ def greedy_decode(step_fn: StepFn, cache: Cache, batch_size: int,
         t, _, finished, _ = state
         return (t < max_length) & ~jnp.all(finished)
 
-    state = (jnp.int32(0), _buffer(batch_size, max_length), jnp.zeros(batch_size, bool), cache)
+    state = (jnp.int32(0), _buffer(batch_size, max_length), _not_decoded(done, batch_size),
+             cache)
     return jax.lax.while_loop(going, step, state)[1][:, 1:]
 
 
@@ -96,11 +106,15 @@ def gather_rows(cache: Cache, rows: jax.Array) -> Cache:
 
 
 def beam_search(step_fn: StepFn, cache: Cache, batch_size: int, beam_size: int, max_length: int,
-                length_penalty: float = 0.6) -> tuple[jax.Array, jax.Array]:
+                length_penalty: float = 0.6,
+                done: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """(int32[B, max_length] best hypothesis, float32[B] its normalised log-probability).
 
     `step_fn` and `cache` hold beam_size rows per example, example-major (rows b * beam_size +
     j), so the caller repeats the encoder memory `beam_size` times along the batch axis.
+    `done` bool[B] marks examples that need no decoding (a batch's filler rows): their
+    hypotheses start finished (all PAD, score 0) and the loop ends once every other example's
+    have (the other examples' results are those of a call without `done`).
     """
     rows = batch_size * beam_size
 
@@ -132,7 +146,8 @@ def beam_search(step_fn: StepFn, cache: Cache, batch_size: int, beam_size: int, 
     state = (jnp.int32(0), _buffer(rows, max_length).reshape(batch_size, beam_size, -1),
              jnp.broadcast_to(first_only, (batch_size, beam_size)),
              jnp.zeros((batch_size, beam_size), jnp.int32),
-             jnp.zeros((batch_size, beam_size), bool), cache)
+             jnp.broadcast_to(_not_decoded(done, batch_size)[:, None], (batch_size, beam_size)),
+             cache)
     _, tokens, scores, lengths, _, _ = jax.lax.while_loop(going, step, state)
     normalised = scores / length_penalty_factor(lengths, length_penalty)
     best = jnp.argmax(normalised, axis=1)

@@ -340,6 +340,9 @@ def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
     created by one step at position 0, which also projects the memory into it), O(T) decoder
     positions per sequence; False reruns the decoder over the whole token buffer at every step
     (`decoding.full_buffer_step`), O(T^2), the reference that tests and benchmarks compare with.
+
+    The batch's filler rows (`weight` 0, when the batch has weights) are not decoded: they
+    start finished and come out as PAD, so the loop ends with the last real row.
     """
     variables = {"params": params}
     encoded = model.apply(variables, batch, method=Seq2Seq.encode)
@@ -359,10 +362,11 @@ def translate(model: Seq2Seq, params: dict, batch: Batch, *, max_length: int,
     else:
         step_fn, cache = decoding.full_buffer_step(lambda tokens, position: model.apply(
             variables, tokens, position, memory, memory_mask, method=Seq2Seq.next_logits)), ()
+    filler = batch["weight"] <= 0 if "weight" in batch else None
     if beam_size == 1:
-        return decoding.greedy_decode(step_fn, cache, batch_size, max_length)
+        return decoding.greedy_decode(step_fn, cache, batch_size, max_length, done=filler)
     return decoding.beam_search(step_fn, cache, batch_size, beam_size, max_length,
-                                length_penalty)[0]
+                                length_penalty, done=filler)[0]
 
 
 class GreedySamples:

@@ -96,6 +96,7 @@ log = logging.getLogger(__name__)
 PHRASE_DATASETS = ("sst5_phrases",)
 
 EVAL_SPLITS = ("dev", "test")
+DECODE = "test_decoding"  # make_batchers(decode=True): the test split as a task decodes it
 NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
 
 
@@ -204,15 +205,31 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
     return vocabularies
 
 
+def decode_batch_size(examples: int, batch_size: int, multiple: int = 1) -> int:
+    """Rows per batch that hold `examples` in as few batches of at most `batch_size` rows as
+    possible, evened out and rounded up to a multiple of `multiple` (the data shards; batch_size
+    is one): the fewest filler rows for that number of batches."""
+    batches = -(-examples // batch_size)
+    rows = -(-examples // batches)
+    return -(-rows // multiple) * multiple
+
+
 def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
                   seed: int, *, packing: PackingConfig | None = None, groups: int = 1,
-                  train_cfg: ml_collections.ConfigDict | None = None) -> dict[str, Batcher]:
+                  train_cfg: ml_collections.ConfigDict | None = None,
+                  decode: bool = False) -> dict[str, Batcher]:
     """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
     extended so that no evaluation example is dropped. ConfigError when data.max_length leaves
     no training example.
 
     packing: the encoder's phrase packing plan (StructureNeeds.packing), planned over the epochs
     the run will take (from `train_cfg`) with `groups` = the number of data shards.
+    decode: also `DECODE`, the test split in batches of one shape (its longest example's bucket)
+    and the fewest rows (`decode_batch_size`, at most data.eval_batch_size), for a generating
+    task's test decoding: a decoding batch costs its rows times the decoded steps, whatever its
+    source length, so the dev/test batches' per-bucket filler rows (most of the rows of a small
+    split) and per-bucket programs (a beam search compiles once per shape) would cost more than
+    the few real rows.
     """
     train_args = dict(batch_size=data_cfg.batch_size, shuffle=True, seed=seed,
                       buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
@@ -237,6 +254,12 @@ def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.Conf
         buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
         batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
                                   buckets=buckets, shuffle=False, packing=eval_packing)
+    if decode:
+        test = features["test"]
+        rows = decode_batch_size(len(test), data_cfg.eval_batch_size, groups)
+        longest = max(map(_length, test))
+        batchers[DECODE] = Batcher(test, batch_size=rows, shuffle=False, packing=eval_packing,
+                                   buckets=bucket_lengths(longest, data_cfg.bucket_step)[-1:])
     return batchers
 
 
@@ -377,14 +400,14 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         prefix=needs.prefix_tokens, found=found, target_vocab=target_vocab, tags=tags,
         lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
         parse_cache_dir=parse_cache)
-    batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
-                             data_cfg, seed, packing=needs.packing, groups=mesh.size,
-                             train_cfg=config.train)
     task = build_task(info.kind, config.task, num_classes=info.num_classes,
                       min_score=info.score_range[0] if info.score_range else 1.0,
                       num_tags=len(tags) if tags is not None else None,
                       target_vocab_size=len(target_vocab) if target_vocab is not None else None,
                       target_vocab=target_vocab)
+    batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
+                             data_cfg, seed, packing=needs.packing, groups=mesh.size,
+                             train_cfg=config.train, decode=task.generates)
     model = task.build_model(encoder)
 
     params = init_params(model, next(batchers["train"].epoch(0)), seed)
@@ -687,7 +710,7 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     notes = []
     if setup.task.generates:  # e.g. BLEU of decoded translations
         outputs = collect(make_test_step(setup.model, setup.task, setup.mesh), best,
-                          setup.batchers["test"], setup.mesh)
+                          setup.batchers[DECODE], setup.mesh)
         generated, notes = setup.task.test_metrics(outputs, splits["test"])
         final["test"].update(generated)
     metrics_file(workdir).write(position.best_step, "test", final["test"])
