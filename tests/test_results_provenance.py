@@ -5,9 +5,7 @@ checked by tests/test_results_tables.py), and a table outside both holds no meas
 every column with a numeric cell says "(paper)" in its header (the number printed in a paper),
 or the table holds no numeric cell at all (settings, flags, qualitative outcomes)."""
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,12 +23,8 @@ NUMERIC_CELL = re.compile(rf"{NUMBER}(?:\s*(?:±|/|=|\+|-|–|to|vs)\s*{NUMBER})
 
 
 @pytest.fixture(scope="module")
-def tables():
-    spec = importlib.util.spec_from_file_location("results_tables", REPO / "results" / "tables.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["results_tables"] = module
-    spec.loader.exec_module(module)
-    return module
+def tables(load_script):
+    return load_script("results/tables.py", "results_tables")
 
 
 def numeric(cell: str) -> bool:

@@ -2,8 +2,6 @@
 what results/encoders/table.py rebuilds from the committed run files, and the recipes the table
 runs use are the ones the committed sweep chose on dev."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def table():
-    spec = importlib.util.spec_from_file_location(
-        "results_table", REPO / "results" / "encoders" / "table.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["results_table"] = module
-    spec.loader.exec_module(module)
-    return module
+def table(load_script):
+    return load_script("results/encoders/table.py", "results_table")
 
 
 DOCUMENTS = ["README.md", "docs/results.md", "results/encoders/README.md"]

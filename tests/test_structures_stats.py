@@ -2,9 +2,7 @@
 phrases of small hand-built trees, and results/psan/table1.md against the numbers its script
 stores (the gold-tree rows re-measured when the data folder is present)."""
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -97,13 +95,8 @@ def test_paper_table1_holds_the_sst5_row():
 
 
 @pytest.fixture(scope="module")
-def table1():
-    spec = importlib.util.spec_from_file_location(
-        "psan_table1", REPO / "results" / "psan" / "table1.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["psan_table1"] = module
-    spec.loader.exec_module(module)
-    return module
+def table1(load_script):
+    return load_script("results/psan/table1.py", "psan_table1")
 
 
 def test_table1_md_is_the_rendering_of_the_stored_numbers(table1):
