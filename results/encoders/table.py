@@ -47,7 +47,8 @@ TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "S
 ACCURACY = ("accuracy", "acc", 100, "{:.2f}")
 PRIMARY = {"trec": ACCURACY, "sick_r": ("pearson", "Pearson", 1, "{:.3f}"), "sick_e": ACCURACY,
            "sst2": ACCURACY, "mrpc": ACCURACY, "sst5": ACCURACY}
-MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": "PSAN",
+MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN",
+               "psan": "PSAN (SICK-R, SICK-E: `memory_norm=layer`)",
                "tree_lstm": "Tree-LSTM (spaCy dependency trees)",
                "transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
                "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)"}
