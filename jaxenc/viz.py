@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from jaxenc.data.vocab import SPECIAL_TOKENS
+from jaxenc.data.vocab import BOS, EOS, SPECIAL_TOKENS
 from jaxenc.errors import DataError
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.relation_bias import GatedRelationBias
@@ -222,6 +222,10 @@ def node_labels(encoder: Any, sentence: Any) -> list[str]:
     config = encoder.model_config
     if config["name"] == "phrase_transformer":
         members = fields.get("members")
+        if config.get("boundary_tokens"):  # the model wraps the words in <s> ... </s>
+            labels = [SPECIAL_TOKENS[BOS], *labels, SPECIAL_TOKENS[EOS]]
+            if members is not None:  # dependency hypernodes: word i is node i + 1
+                members = np.where(np.asarray(members) >= 0, np.asarray(members) + 1, -1)
         if members is None:  # n-gram hypernodes: a function of the length
             members = spans_to_members(ngram_spans(len(labels), config["k"]))
         labels += [" ".join(labels[m] for m in row if m >= 0) for row in np.asarray(members)]

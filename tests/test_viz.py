@@ -378,3 +378,19 @@ def test_plot_similarity_shows_the_cosines_of_the_vectors(tmp_path):
     assert (tmp_path / "similarity.png").is_file()
     with pytest.raises(DataError, match="do not match 3 labels"):
         viz.plot_similarity(labels[:3], vectors)
+
+
+def test_node_labels_of_a_phrase_transformer_with_boundary_tokens(synthetic_sentences):
+    sentences, sentence = synthetic_sentences
+    config = model_config("phrase_transformer", **STRUCTURED["phrase_transformer"],
+                          boundary_tokens=True)
+    enc = Encoder.initialised(config, sentences, seed=1)
+    labels = viz.node_labels(enc, sentence)
+    wrapped = ["<s>", *sentence.tokens, "</s>"]
+    n = len(wrapped)
+    ngrams = [" ".join(wrapped[start:start + size]) for size in (2, 3)
+              for start in range(n - size + 1)]  # every 2- and 3-gram of the wrapped words
+    assert labels[:n] == wrapped and labels[-1] == "[cls]"
+    assert sorted(labels[n:-1]) == sorted(ngrams)
+    maps = viz.attention_maps(enc, sentence)
+    chex.assert_shape(maps["layer_0/attention"], (2, len(labels), len(labels)))
