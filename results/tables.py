@@ -39,7 +39,6 @@ printed there (accuracies as fractions, shown in %).
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -50,12 +49,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from results import marked_tables  # noqa: E402
+
 RESULTS = HERE
 ENCODER_RUNS = RESULTS / "encoders" / "runs"
 PSAN_RUNS = RESULTS / "psan" / "runs"
 PT_RUNS = RESULTS / "phrase_transformer" / "runs"
 EPOCH_REPORT = RESULTS / "dependency_transformer" / "epoch_sick_e.md"
-MARKER = re.compile(r"<!-- tables\.py: (\w+) -->\n(.*?)<!-- /tables\.py -->", re.DOTALL)
+MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
 SEED = re.compile(r"_s(\d+)$")
 DASH = "—"
@@ -410,40 +411,18 @@ DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psa
                                  RESULTS / "encoders" / "README.md"]))
 
 
-def rewritten(text: str) -> str:
-    """`text` with every marked table replaced by its rebuild."""
-    return MARKER.sub(lambda match: f"<!-- tables.py: {match[1]} -->\n{TABLES[match[1]]()}\n"
-                                    "<!-- /tables.py -->", text)
+def rewritten(text: str, document: Path | None = None) -> str:
+    """`text` with every marked table replaced by its rebuild (the same in any document)."""
+    return marked_tables.rewritten(text, "tables.py", lambda name: TABLES[name]())
 
 
 def stale_documents(write: bool = False) -> list[Path]:
     """The documents whose marked tables differ from their rebuild (rewritten when `write`)."""
-    stale = []
-    for document in DOCUMENTS:
-        text = document.read_text(encoding="utf-8")
-        new = rewritten(text)
-        if new != text:
-            stale.append(document)
-            if write:
-                document.write_text(new, encoding="utf-8")
-    return stale
+    return marked_tables.stale_documents(DOCUMENTS, rewritten, write)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tables", nargs="*", default=list(TABLES), help=", ".join(TABLES))
-    parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a table differs")
-    args = parser.parse_args(argv)
-    if not (args.write or args.check):
-        for name in args.tables:
-            print(f"{name}:\n{TABLES[name]()}\n")
-        return 0
-    stale = stale_documents(write=args.write)
-    if stale:
-        names = ", ".join(str(path.relative_to(REPO)) for path in stale)
-        print(f"{'rewrote' if args.write else 'out of date'}: {names}")
-    return 1 if stale and args.check else 0
+    return marked_tables.main(__doc__.split("\n\n")[0], TABLES, DOCUMENTS, rewritten, argv)
 
 
 if __name__ == "__main__":

@@ -106,14 +106,6 @@ def test_the_numeric_rule():
     assert unlabelled_numeric_columns(table) == ["ours"]
 
 
-def test_rewriting_replaces_a_stale_table(tables):
-    stale = "intro\n<!-- tables.py: psan_snli -->\n| old |\n<!-- /tables.py -->\nend\n"
-    fresh = tables.rewritten(stale)
-    assert "| old |" not in fresh and "| run | parameters outside embeddings |" in fresh
-    assert fresh.startswith("intro\n") and fresh.endswith("<!-- /tables.py -->\nend\n")
-    assert tables.rewritten(fresh) == fresh
-
-
 def test_run_files_are_read_as_written(tables):
     """Mean ± std of the committed seeds, and sacrebleu's BLEU rather than the rounded column."""
     runs = tables.seeded(tables.PSAN_RUNS, "psan_level1_trec")

@@ -63,12 +63,18 @@ def test_links_in_a_table_are_relative_to_its_document(table):
     assert "](../results/meanmax_aae/README.md)" in results
 
 
-def test_rewriting_replaces_a_stale_table(table):
-    stale = "intro\n<!-- table.py: transfer -->\n| old |\n<!-- /table.py -->\nend\n"
-    fresh = table.rewritten(stale)
-    assert "| old |" not in fresh and "| MR |" in fresh
-    assert fresh.startswith("intro\n") and fresh.endswith("<!-- /table.py -->\nend\n")
-    assert table.rewritten(fresh) == fresh
+@pytest.mark.parametrize("script, name, old_table, rebuilt", [
+    ("results/encoders/table.py", "transfer", "| old |", "| MR |"),
+    ("results/tables.py", "psan_snli", "| old |", "| run | parameters outside embeddings |"),
+])
+def test_rewriting_replaces_a_stale_table(load_script, script, name, old_table, rebuilt):
+    module = load_script(script, f"stale_{name}")
+    marker = Path(script).name
+    stale = f"intro\n<!-- {marker}: {name} -->\n{old_table}\n<!-- /{marker} -->\nend\n"
+    fresh = module.rewritten(stale)
+    assert old_table not in fresh and rebuilt in fresh
+    assert fresh.startswith("intro\n") and fresh.endswith(f"<!-- /{marker} -->\nend\n")
+    assert module.rewritten(fresh) == fresh
 
 
 def test_table_recipes_are_the_sweep_choices(table):

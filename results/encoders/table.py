@@ -21,7 +21,6 @@ in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from jaxenc.evaluation.report import render_markdown  # noqa: E402
 from jaxenc.training import compare  # noqa: E402
+from results import marked_tables  # noqa: E402
 from results.encoders import runs  # noqa: E402
 
 RUNS = HERE / "runs"
@@ -75,7 +75,7 @@ STATIC_ROWS = {
 }
 MAX_SEEDS = 10  # seeds looked for per model and task
 LINK = re.compile(r"\]\(([^)#:]+)\)")
-MARKER = re.compile(r"<!-- table\.py: (\w+) -->\n(.*?)<!-- /table\.py -->", re.DOTALL)
+MARKER = marked_tables.marker("table.py")
 
 
 def _run(path: Path) -> dict:
@@ -200,31 +200,16 @@ def table(name: str, document: Path = REPO / "README.md") -> str:
 
 def rewritten(text: str, document: Path = REPO / "README.md") -> str:
     """`text` of `document` with every marked table replaced by its rebuilt form."""
-    return MARKER.sub(lambda match: f"<!-- table.py: {match[1]} -->\n"
-                                    f"{table(match[1], document)}\n<!-- /table.py -->", text)
+    return marked_tables.rewritten(text, "table.py", lambda name: table(name, document))
+
+
+def stale_documents(write: bool = False) -> list[Path]:
+    """The documents whose marked tables differ from their rebuild (rewritten when `write`)."""
+    return marked_tables.stale_documents(DOCUMENTS, rewritten, write)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tables", nargs="*", default=list(TABLES), help=", ".join(TABLES))
-    parser.add_argument("--write", action="store_true", help="rewrite the tables in place")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a table differs")
-    args = parser.parse_args()
-    if not (args.write or args.check):
-        for name in args.tables:
-            print(f"{name}:\n{TABLES[name]()}\n")
-        return 0
-    stale = []
-    for document in DOCUMENTS:
-        text = document.read_text(encoding="utf-8")
-        new = rewritten(text, document)
-        if new != text:
-            stale.append(document.relative_to(REPO))
-            if args.write:
-                document.write_text(new, encoding="utf-8")
-    if stale:
-        print(f"{'rewrote' if args.write else 'out of date'}: {', '.join(map(str, stale))}")
-    return 1 if stale and args.check else 0
+    return marked_tables.main(__doc__.split("\n\n")[0], TABLES, DOCUMENTS, rewritten)
 
 
 if __name__ == "__main__":
