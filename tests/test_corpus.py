@@ -80,25 +80,20 @@ def reference(opts: corpus.CorpusOptions) -> tuple[dict, dict]:
     report = {"kept": dict.fromkeys(corpus.SPLITS, 0), "dropped_oov": dict.fromkeys(
         corpus.SPLITS, 0), "words": dict.fromkeys(corpus.SPLITS, 0),
         "oov_words": dict.fromkeys(corpus.SPLITS, 0)}
-    for number, tokens, split in in_range:
-        if split == "train":
-            report["words"][split] += len(tokens)
-            report["oov_words"][split] += sum(t not in vocabulary for t in tokens)
-            result = rule(tokens, vocabulary)
-            if result is None:
-                report["dropped_oov"][split] += 1
-            else:
-                kept[split].append((number, tuple(result)))
-    trained = {t for _, tokens in kept["train"] for t in tokens} - {"<unk>"}
-    for number, tokens, split in in_range:
-        if split != "train":
-            report["words"][split] += len(tokens)
-            report["oov_words"][split] += sum(t not in trained for t in tokens)
-            result = rule(tokens, trained)
-            if result is None:
-                report["dropped_oov"][split] += 1
-            else:
-                kept[split].append((number, tuple(result)))
+    def apply(splits: set[str], words: set[str]) -> None:  # the rule against `words`
+        for number, tokens, split in in_range:
+            if split in splits:
+                report["words"][split] += len(tokens)
+                report["oov_words"][split] += sum(t not in words for t in tokens)
+                result = rule(tokens, words)
+                if result is None:
+                    report["dropped_oov"][split] += 1
+                else:
+                    kept[split].append((number, tuple(result)))
+
+    apply({"train"}, vocabulary)  # train against the vocabulary, the rest against train's words
+    apply(set(corpus.SPLITS) - {"train"},
+          {t for _, tokens in kept["train"] for t in tokens} - {"<unk>"})
     for split in corpus.SPLITS:
         report["kept"][split] = len(kept[split])
     report["lines"] = len(numbered)
