@@ -47,8 +47,19 @@ TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "S
 ACCURACY = ("accuracy", "acc", 100, "{:.2f}")
 PRIMARY = {"trec": ACCURACY, "sick_r": ("pearson", "Pearson", 1, "{:.3f}"), "sick_e": ACCURACY,
            "sst2": ACCURACY, "mrpc": ACCURACY, "sst5": ACCURACY}
-MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN",
-               "psan": "PSAN (SICK-R, SICK-E: `memory_norm=layer`)",
+# PSAN flags whose non-default values depart from the paper (jaxenc/models/psan.py)
+PSAN_DEPARTURES = ("model.memory", "model.memory_norm")
+
+
+def _psan_name() -> str:
+    """PSAN's row name, naming the paper departures of its SICK recipe (runs.RECIPES)."""
+    recipe = runs.SWEEP["psan"][runs.RECIPES["psan"]["sick_r"]]
+    flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
+                      for key, value in recipe.items() if key in PSAN_DEPARTURES)
+    return f"PSAN (SICK-R, SICK-E: {flags})" if flags else "PSAN"
+
+
+MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": _psan_name(),
                "tree_lstm": "Tree-LSTM (spaCy dependency trees)",
                "transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
                "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)"}
