@@ -102,7 +102,7 @@ RECIPES: dict[str, dict[str, str]] = {
     "disan": {"trec": "lr1e-3_keep0.75", "sick_r": "lr1e-3"},
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "post_lr1e-3_warmup"},
-    "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_norm"},
+    "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_highway_norm"},
 }
 
 
