@@ -8,6 +8,8 @@ and bucket, measured side by side in one run; plus the data's own bound sum_t su
 --cache_dir). The batch is the training batch of the chosen bucket with the most tokens (batch
 64, TREC's longest questions pad to 40): the paper's numbers (PSAN 1192 MB, DiSAN 2943 MB,
 multi-head 1508 MB) are GPU process peaks of whole training runs, so only the ratios compare.
+A markdown report at the end, each peak also as a ratio to DiSAN dense's and the Transformer's
+(--out writes it too).
 
 compile: for each bucket length L of --lengths, PSAN's train step (forward and backward, as
 bench/run.py times it) compiled for every phrase-attention form of --variants on a batch of
@@ -19,7 +21,7 @@ arguments + outputs + temp - aliased), each with its ratio to the dense form's; 
 also the median train-step time (forms timed in turns). A markdown table at the end (--out
 writes it too).
 
-    python -m bench.bench_psan --bucket 24 --batch 64
+    python -m bench.bench_psan --bucket 24 --batch 32 --out results/psan/table5_memory_24.md
     python -m bench.bench_psan --mode compile --lengths 16,64,128 --batch 64
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import statistics
 from pathlib import Path
 
@@ -86,8 +89,8 @@ def trec_batch(model_cfg, examples, vocab, args) -> dict[str, np.ndarray]:
     return sentence_fields(max(batches, key=lambda b: b["sentence/lengths"].sum()), "sentence")
 
 
-def table5(args: argparse.Namespace) -> None:
-    """Table 5's TREC comparison (module docstring), printed."""
+def table5(args: argparse.Namespace) -> str:
+    """Table 5's TREC comparison (module docstring) as a markdown report."""
     examples = registry.load("trec", "train", data_dir=str(data_dir(args.data_dir)))
     vocab = Vocabulary.build(e.sentences[0].tokens for e in examples)
     steps, batches = {}, {}
@@ -100,16 +103,44 @@ def table5(args: argparse.Namespace) -> None:
             jax.random.key(0))
         steps[label] = train_step(encoder, params, batch)
     timings = time_in_turns(steps, args.repeats)
-    dense_peak = memory_mib(steps["DiSAN dense"][0])[1]
+    rows = [dict(label=label, temp_mib=memory_mib(compiled)[0], peak_mib=memory_mib(compiled)[1],
+                 step_s=timings[label].wall) for label, (compiled, _) in steps.items()]
     psan_batch = batches["PSAN dense"]
     bound = phrase_data_bound(psan_batch["segments"], psan_batch["lengths"], args.bucket)
-    print(f"TREC, batch {args.batch}, bucket {args.bucket}; data bound sum l^2 / 2 L^2 = "
-          f"{bound:.3f}")
-    print(f"{'model':>22} {'temp MiB':>9} {'peak MiB':>9} {'/ DiSAN dense':>13} {'step ms':>8}")
-    for label, (compiled, _) in steps.items():
-        temp, peak = memory_mib(compiled)
-        print(f"{label:>22} {temp:9.1f} {peak:9.1f} {peak / dense_peak:13.2f} "
-              f"{1e3 * timings[label][0]:8.1f}")
+    return table5_report(rows, bound, args)
+
+
+def table5_report(rows: list[dict], bound: float, args: argparse.Namespace) -> str:
+    """Markdown of `table5`'s rows (label, temp_mib, peak_mib, step_s), each peak also as a
+    ratio to DiSAN dense's and to the Transformer's."""
+    peaks = {row["label"]: row["peak_mib"] for row in rows}
+    lines = ["| model | temp MiB | peak MiB | / DiSAN dense | / Transformer | step ms |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['label']} | {row['temp_mib']:,.1f} | {row['peak_mib']:,.1f} | "
+                     f"{row['peak_mib'] / peaks['DiSAN dense']:.2f}x | "
+                     f"{row['peak_mib'] / peaks['Transformer']:.2f}x | "
+                     f"{1e3 * row['step_s']:,.1f} |")
+    return "\n".join([
+        f"# PSAN's Table 5 memory at equal size: TREC, bucket {args.bucket}, batch {args.batch}",
+        "",
+        f"Made by `python -m bench.bench_psan --bucket {args.bucket} --batch {args.batch} "
+        f"--repeats {args.repeats}` on {jax.default_backend()} ({jax.device_count()} "
+        "device(s)): the train step (forward and backward) of each model on the same real TREC "
+        "batch (the bucket's training batch with the most tokens, spaCy-derived phrase trees), "
+        "300-d sentence vectors each (PSAN d 300; DiSAN d_h 150 in each of 2 directions; the "
+        "Transformer d 300, 6 heads), each model's paper dropout, random 300-d embeddings. Peak: "
+        "XLA's compiled memory analysis, arguments + outputs + temp - aliased. PSAN packed is "
+        "the default (`packed_chunk=0`); chunk k attends k phrases of a length class per step "
+        "of a loop the backward pass recomputes. The paper's numbers (PSAN 1192 MB, DiSAN "
+        "2943 MB, multi-head 1508 MB, paper) are GPU process peaks of whole runs: only ratios "
+        f"compare. Data bound of phrase attention (sum_p l_p^2 / 2 L^2): {bound:.3f}. Step ms: "
+        f"median of {args.repeats} timed calls, the models taking turns (1-minute load average "
+        f"at the end: {os.getloadavg()[0]:.1f}; only the ratios of one run compare).",
+        "",
+        *lines,
+        "",
+    ])
 
 
 def compile_length(length: int, args: argparse.Namespace) -> list[dict]:
@@ -211,13 +242,13 @@ def main(argv: list[str] | None = None) -> None:
                              "dense step, several GiB at L 128)")
     parser.add_argument("--seed", type=int, default=0, help="compile: synthetic data seed")
     parser.add_argument("--out", type=Path, default=None,
-                        help="compile: also write the markdown table here")
+                        help="also write the markdown report here")
     args = parser.parse_args(argv)
     if args.mode == "table5":
-        table5(args)
-        return
-    rows = [row for length in args.lengths for row in compile_length(length, args)]
-    text = compile_table(rows, args)
+        text = table5(args)
+    else:
+        text = compile_table([row for length in args.lengths
+                              for row in compile_length(length, args)], args)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
