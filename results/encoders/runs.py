@@ -61,7 +61,11 @@ MODELS = {
     "transformer": ("transformer", "transformer", {}),
     "dt": ("dependency_transformer", "transformer", {}),
     "dt_plain": ("dependency_transformer", "transformer", {"model.variant": "transformer"}),
+    "disan_300": ("disan", "disan", {"model.hidden": 150}),
 }
+# models trained on some tasks only: DiSAN with d_h 150 (300-d sentence vectors, PSAN's and the
+# Transformer's size) is PSAN's Table 5 comparison at equal size, on TREC
+MODEL_TASKS = {"disan_300": ("trec",)}
 # family -> variant name -> overrides. Each variant runs with seed 0 on the sweep tasks; the
 # recipe with the best dev score of a task becomes that family's recipe for the task (RECIPES).
 SWEEP = {
@@ -153,6 +157,8 @@ def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[st
     for seed in seeds:
         for task in tasks:
             for model in models:
+                if task not in MODEL_TASKS.get(model, (task,)):
+                    continue
                 name = run_name(model, task, seed)
                 if name is None:
                     print(f"{model} on {task}: no {RECIPE_TASK[task]} recipe chosen yet (run "
