@@ -112,3 +112,37 @@ def test_a_model_limited_to_some_tasks_is_planned_on_those_only(table):
     small, full = plan["disan_300_trec_s1"], plan["disan_trec_s1"]
     assert "--config.model.hidden=150" in small
     assert [flag for flag in small if flag != "--config.model.hidden=150"] == full
+
+
+def test_pair_differences_are_the_seed_paired_test_scores(table):
+    """Each pairs-table row, recomputed from the committed test records of both runs."""
+    import json
+    import re
+
+    def test_score(name, metric):
+        records = (table.RUNS / name / "metrics.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in records
+                if json.loads(line)["split"] == "test"][-1][metric]
+
+    rows = [row for row in table.pairs_table().splitlines()[2:] if row.startswith("| ")]
+    expected = 0
+    for model, other in table.PAIRS:
+        for task, label in table.TASK_NAMES.items():
+            metric, _, scale, form = table.PRIMARY[task]
+            rounding = 0.51 * 10.0 ** -int(form.split(".")[1][0])  # half the last shown digit
+            seeds = [seed for seed in range(table.MAX_SEEDS)
+                     if all((name := table.runs.run_name(m, task, seed))
+                            and (table.RUNS / name / "results.md").is_file()
+                            for m in (model, other))]
+            if not seeds:
+                continue
+            expected += 1
+            row = next(row for row in rows if f"| {table.HEADLINE[model][0]} − "
+                       f"{table.HEADLINE[other][0]} | {label} " in row)
+            cells = dict(re.findall(r"s(\d+): ([+-][\d.]+)", row))
+            assert sorted(map(int, cells)) == seeds
+            for seed in seeds:
+                difference = scale * (test_score(table.runs.run_name(model, task, seed), metric)
+                                      - test_score(table.runs.run_name(other, task, seed), metric))
+                assert float(cells[str(seed)]) == pytest.approx(difference, abs=rounding)
+    assert len(rows) == expected

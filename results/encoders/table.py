@@ -11,6 +11,8 @@ in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
             where it stopped and why; the chosen variant of each family and task (best dev) in bold
   encoders  test mean ± std over seeds of each model's `<model>_<task>_s<seed>` runs (3 seeds;
             5 for the Dependency-Transformer, its ablation and the Tree-LSTM) at its recipe
+  pairs     the Dependency-Transformer minus its `variant=transformer` ablation and minus the
+            Tree-LSTM, test score seed by seed (`PAIRS`), with their mean ± std
   transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
             from results/transfer/bag_glove-6b-50d/results.json (`eval.transfer`)
 
@@ -87,6 +89,8 @@ STATIC_ROWS = {
                     "frozen transfer tasks: [results/meanmax_aae](results/meanmax_aae/README.md)"),
 }
 MAX_SEEDS = 10  # seeds looked for per model and task
+# (model, other): the differences the pairs table reports seed by seed
+PAIRS = (("dt", "dt_plain"), ("dt", "tree_lstm"))
 LINK = re.compile(r"\]\(([^)#:]+)\)")
 MARKER = marked_tables.marker("table.py")
 
@@ -151,12 +155,17 @@ def _cell(values: list[float], task: str) -> str:
             f"{_format(task, statistics.stdev(values))}")
 
 
+def seeded_runs(model: str, task: str) -> dict[int, dict]:
+    """seed -> the committed run of `model` on `task` at its recipe (seed 0 of a sweep model on
+    a sweep task is the chosen sweep run: runs.run_name)."""
+    names = {seed: runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)}
+    return {seed: _run(RUNS / name) for seed, name in names.items()
+            if name is not None and (RUNS / name / "results.md").is_file()}
+
+
 def seed_runs(model: str, task: str) -> list[dict]:
-    """The committed runs of `model` on `task` at its recipe, one per seed (seed 0 of a sweep
-    model on a sweep task is the chosen sweep run: runs.run_name)."""
-    names = [runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)]
-    return [_run(RUNS / name) for name in names
-            if name is not None and (RUNS / name / "results.md").is_file()]
+    """The committed runs of `model` on `task` at its recipe, one per seed."""
+    return list(seeded_runs(model, task).values())
 
 
 def _headline_cell(model: str) -> str:
@@ -193,13 +202,48 @@ def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")
     return "\n".join(lines)
 
 
+def pair_differences(model: str, other: str, task: str) -> dict[int, float]:
+    """seed -> test score of `model` minus `other`'s on `task`, for the seeds both have."""
+    metric = PRIMARY[task][0]
+    mine, theirs = seeded_runs(model, task), seeded_runs(other, task)
+    return {seed: mine[seed]["test"][metric] - theirs[seed]["test"][metric]
+            for seed in sorted(set(mine) & set(theirs))}
+
+
+def pairs_table() -> str:
+    """The Dependency-Transformer against its no-relation ablation and the Tree-LSTM, runs
+    paired by their seed, per task."""
+    lines = ["| comparison | task | seeds | test difference per seed | mean ± std |",
+             "|---|---|---|---|---|"]
+    for model, other in PAIRS:
+        for task in TASK_NAMES:
+            differences = pair_differences(model, other, task)
+            if not differences:
+                continue
+            _, name, scale, form = PRIMARY[task]
+            signed = form.replace("{:", "{:+")
+            per_seed = ", ".join(f"s{seed}: {signed.format(value * scale)}"
+                                 for seed, value in differences.items())
+            values = list(differences.values())
+            spread = (f" ± {form.format(statistics.stdev(values) * scale)}"
+                      if len(values) > 1 else "")
+            lines.append(f"| {HEADLINE[model][0]} − {HEADLINE[other][0]} | {TASK_NAMES[task]} "
+                         f"{name} | {len(values)} | {per_seed} | "
+                         f"{signed.format(statistics.mean(values) * scale)}{spread} |")
+    if len(lines) == 2:
+        return ("No seed pair is committed yet (`python results/encoders/runs.py table --models "
+                "dt,dt_plain,tree_lstm`, then `collect`).")
+    return "\n".join(lines)
+
+
 def transfer_table() -> str:
     """The results table of `eval.transfer`'s report (ours beside the papers' numbers)."""
     return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
 
 
 TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": sweep_table,
-                                        "encoders": encoders_table, "transfer": transfer_table}
+                                        "encoders": encoders_table, "pairs": pairs_table,
+                                        "transfer": transfer_table}
 
 
 def table(name: str, document: Path = REPO / "README.md") -> str:
