@@ -262,23 +262,48 @@ def psan_snli_table() -> str:
 
 # --- results/phrase_transformer ----------------------------------------------------------------
 
-# (run variant, model row in its run file, label, paper)
-PT_POS = (
+# (run variant of results/phrase_transformer/run.sh, model row in its run file, label, paper
+# number or DASH); a variant with no committed run has no row
+PT_POS_SPEC = (
     ("k2", "transformer", "Transformer (the twin)", "96.36"),
     ("k2", "phrase_transformer", "PhraseTransformer k=2", "96.87"),
     ("k3", "phrase_transformer", "PhraseTransformer k=3", "96.80"),
     ("linear", "phrase_transformer", "linear PhraseTransformer k=2", "96.54"),
+    ("k3linear", "phrase_transformer", "linear PhraseTransformer k=3", "96.52"),
     ("semantic", "phrase_transformer", "semantic PhraseTransformer (gold UD arcs)", "96.35"),
+    ("semantic_spacy", "phrase_transformer", "semantic PhraseTransformer (spaCy parses)",
+     "96.35"),
+    ("hadamard", "phrase_transformer", "PhraseTransformer k=2, `phrase_mask=hadamard`", DASH),
+    ("bare", "phrase_transformer", "PhraseTransformer k=2, no residual / FFN", DASH),
 )
-PT_MULTI30K = (
+PT_MULTI30K_SPEC = (
     ("k2", "transformer", "Transformer (the twin)", "20.90"),
-    ("k2", "phrase_transformer", "PhraseTransformer k=2", "34.61"),
-    ("linear", "phrase_transformer", "linear PhraseTransformer k=2", "21.60"),
+    ("k2", "phrase_transformer", "PhraseTransformer k=2, decoder memory words + hypernodes",
+     "34.61"),
+    ("linear", "phrase_transformer",
+     "linear PhraseTransformer k=2, decoder memory words + hypernodes", "21.60"),
+    ("k2words", "phrase_transformer", "PhraseTransformer k=2, decoder memory words", "34.61"),
+    ("k3", "phrase_transformer", "PhraseTransformer k=3, decoder memory words", "34.03"),
+    ("k3linear", "phrase_transformer", "linear PhraseTransformer k=3, decoder memory words",
+     "20.95"),
 )
+
+
+def _committed(spec: Sequence[tuple[str, str, str, str]], task: str) -> tuple:
+    """The rows of `spec` whose variant has a committed run of `task`."""
+    return tuple(entry for entry in spec if seeded(PT_RUNS, f"{task}_{entry[0]}"))
+
+
+PT_POS = _committed(PT_POS_SPEC, "pos")
+PT_MULTI30K = _committed(PT_MULTI30K_SPEC, "multi30k")
 
 
 def _seed_columns(spec: Sequence[tuple[str, str, str, str]], task: str) -> list[int]:
     return sorted({seed for variant, *_ in spec for seed in seeded(PT_RUNS, f"{task}_{variant}")})
+
+
+def _paper_scores(papers: list[str]) -> list[float | None]:
+    return [None if paper == DASH else float(paper) for paper in papers]
 
 
 def pt_pos_table() -> str:
@@ -292,7 +317,7 @@ def pt_pos_table() -> str:
         means.append(statistics.mean(tests.values()) if tests else None)
     papers = [paper for *_, paper in PT_POS]
     for r, mean_cell, paper_cell, gap in zip(rows, bold_best([r[-1] for r in rows], means),
-                                             bold_best(papers, [float(p) for p in papers]),
+                                             bold_best(papers, _paper_scores(papers)),
                                              _gaps(means, 100), strict=True):
         r[-1:] = [mean_cell, gap, paper_cell]
     return markdown(["model", *(f"seed {s}" for s in seeds), "mean ± std", "mean - twin's",
@@ -319,7 +344,7 @@ def pt_multi30k_table() -> str:
         means.append(statistics.mean(scores.values()) if scores else None)
     papers = [paper for *_, paper in PT_MULTI30K]
     mean_cells = bold_best([r[-2] for r in rows], means)
-    paper_cells = bold_best(papers, [float(p) for p in papers])
+    paper_cells = bold_best(papers, _paper_scores(papers))
     for r, mean_cell, paper_cell, gap in zip(rows, mean_cells, paper_cells, _gaps(means, 1),
                                              strict=True):
         r[-2:] = [mean_cell, gap, r[-1], paper_cell]

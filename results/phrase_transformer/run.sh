@@ -2,9 +2,14 @@
 # The runs behind results/phrase_transformer/README.md:
 #   pos       UD English-EWT XPOS tagging, the paper's Table 2 setup (train/configs/phrase_transformer_pos.py:
 #             d 300, 6 heads, 2 layers, Adam 5e-4, 10 epochs, patience 3): k=2 with its Transformer twin,
-#             then k=3, linear k=2 and semantic (gold UD dependency hypernodes) k=2 alone (`:solo`)
+#             then alone (`:solo`) k=3, linear k=2, linear k=3, semantic (dependency hypernodes) k=2 on
+#             gold UD arcs and on spaCy parses, and the literal readings of Algorithm 1: the Hadamard
+#             mask (`hadamard`) and no residual / FFN around the phases (`bare`)
 #   multi30k  Multi30k de->en, the small config (phrase_transformer_multi30k_small.py: d 128, 2+2 layers,
-#             5 epochs, beam 4, sacrebleu): k=2 with its Transformer twin, then the linear k=2 alone
+#             5 epochs, beam 4, sacrebleu): k=2 with its Transformer twin and linear k=2 alone, both with
+#             the decoder attending words and hypernodes (`decoder_memory=nodes`, as the runs committed
+#             under those names were made), then alone with the default decoder memory (the words):
+#             k=2 (`k2words`), k=3, linear k=3
 # Table (mean ± std over seeds, the twins included):
 #   python -m train.compare $RUNS/pos_*_s? $RUNS/pos_k2_s?/baselines/transformer
 #   python -m train.compare $RUNS/multi30k_*_s? $RUNS/multi30k_k2_s?/baselines/transformer
@@ -20,17 +25,25 @@ declare -A VARIANT=(
   [k3]="solo --config.model.k=3"
   [linear]="solo --config.model.nonlinear=False"
   [semantic]="solo --config.model.hypernodes=dependency --config.model.phase2=dense"
+  [semantic_spacy]="solo --config.model.hypernodes=dependency --config.model.phase2=dense --config.model.parser=spacy"
+  [k3linear]="solo --config.model.k=3 --config.model.nonlinear=False"
+  [hadamard]="solo --config.model.phrase_mask=hadamard"
+  [bare]="solo --config.model.residual=False --config.model.feed_forward=False"
+  [k2words]="solo"
 )
 case $tier in
   pos) config=train/configs/phrase_transformer_pos.py; seeds=${SEEDS:-0 1 2}
-       variants=${VARIANTS:-k2 k3 linear semantic} ;;
+       variants=${VARIANTS:-k2 k3 linear k3linear semantic semantic_spacy hadamard bare} ;;
   multi30k) config=train/configs/phrase_transformer_multi30k_small.py; seeds=${SEEDS:-0}
-       variants=${VARIANTS:-k2 linear} ;;
+       variants=${VARIANTS:-k2 linear k2words k3 k3linear} ;;
   *) echo "unknown tier $tier (pos or multi30k)" >&2; exit 2 ;;
 esac
 commands=()
 for s in $seeds; do for v in $variants; do
   spec=(${VARIANT[$v]}); dir="$RUNS/${tier}_${v}_s$s"
+  if [ "$tier" = multi30k ] && { [ "$v" = k2 ] || [ "$v" = linear ]; }; then
+    spec+=(--config.model.decoder_memory=nodes)
+  fi
   commands+=("[ -f $dir/results.md ] || flock -n $dir.lock python -m train.main --config=$config:${spec[0]} --workdir=$dir --config.train.progress_bar=False --config.train.seed=$s ${spec[*]:1} > $dir.log 2>&1")
 done; done
 printf '%s\n' "${commands[@]}" | xargs -P "$parallel" -I{} bash -c '{}; echo "done: {}" | cut -c1-160'
