@@ -94,6 +94,9 @@ SWEEP = {
                               "model.dropout_rate": 0.0},
         "pre_lr3e-4_scaled": {"model.layer_norm": "pre", "optim.learning_rate": 3e-4,
                               "model.scale_embeddings": True, "model.dropout_rate": 0.0},
+        # capacity: one layer instead of two (the SICK-R diagnosis, results/encoders/README.md)
+        "post_lr1e-3_warmup_1layer": {"optim.warmup_steps": 500, "model.scale_embeddings": True,
+                                      "model.dropout_rate": 0.0, "model.num_layers": 1},
     },
 }
 SWEEP_TASKS = ("trec", "sick_r")
