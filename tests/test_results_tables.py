@@ -2,8 +2,11 @@
 what results/encoders/table.py rebuilds from the committed run files, and the recipes the table
 runs use are the ones the committed sweep chose on dev."""
 
+import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,15 +117,50 @@ def test_a_model_limited_to_some_tasks_is_planned_on_those_only(table):
     assert [flag for flag in small if flag != "--config.model.hidden=150"] == full
 
 
+def _test_score(table, name, metric):
+    """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl."""
+    records = [json.loads(line)
+               for line in (table.RUNS / name / "metrics.jsonl").read_text().splitlines()]
+    return [record for record in records if record["split"] == "test"][-1][metric]
+
+
+def _committed_seeds(table, model, task):
+    return [seed for seed in range(table.MAX_SEEDS)
+            if (name := table.runs.run_name(model, task, seed))
+            and (table.RUNS / name / "results.md").is_file()]
+
+
+def test_versus_bag_cells_are_the_difference_of_the_seed_means(table):
+    """Each cell of the versus-bag table, recomputed from the committed test records."""
+    tasks = ("trec", "sick_r", "sick_e", "sst5")
+    rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")[1:]
+            for row in table.versus_bag_table().splitlines()[2:]}
+    for model in table.runs.MODELS:
+        if model == "bag" or table.MODEL_NAMES[model] not in rows:
+            continue
+        cells = rows.pop(table.MODEL_NAMES[model])
+        for task, cell in zip(tasks, cells, strict=True):
+            metric, _, scale, form = table.PRIMARY[task]
+            mine, bag = _committed_seeds(table, model, task), _committed_seeds(table, "bag", task)
+            if not mine or not bag:
+                assert cell.strip() == "—"
+                continue
+            expected = scale * (
+                np.mean([_test_score(table, table.runs.run_name(model, task, s), metric)
+                         for s in mine])
+                - np.mean([_test_score(table, table.runs.run_name("bag", task, s), metric)
+                           for s in bag]))
+            shown, seeds = re.fullmatch(r" ([+-][\d.]+) \((\d+) vs (\d+)\) ", cell).group(1, 2)
+            rounding = 0.51 * 10.0 ** -int(form.split(".")[1][0])  # half the last shown digit
+            assert float(shown) == pytest.approx(expected, abs=rounding)
+            assert int(seeds) == len(mine)
+    assert not rows, f"rows of no model: {sorted(rows)}"
+
+
 def test_pair_differences_are_the_seed_paired_test_scores(table):
     """Each pairs-table row, recomputed from the committed test records of both runs."""
-    import json
-    import re
-
     def test_score(name, metric):
-        records = (table.RUNS / name / "metrics.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in records
-                if json.loads(line)["split"] == "test"][-1][metric]
+        return _test_score(table, name, metric)
 
     rows = [row for row in table.pairs_table().splitlines()[2:] if row.startswith("| ")]
     expected = 0
@@ -146,3 +184,45 @@ def test_pair_differences_are_the_seed_paired_test_scores(table):
                                       - test_score(table.runs.run_name(other, task, seed), metric))
                 assert float(cells[str(seed)]) == pytest.approx(difference, abs=rounding)
     assert len(rows) == expected
+
+
+def _planned(table):
+    """Run name -> (the command runs.py trains it with under today's recipes, its family)."""
+    runs, plan = table.runs, {}
+    for family in runs.SWEEP:
+        for name, argv in runs.sweep_plan([family], list(runs.SWEEP_TASKS)).items():
+            plan[name] = (argv, family)
+    for model, (_, family, _) in runs.MODELS.items():
+        for name, argv in runs.table_plan([model], list(runs.TASKS),
+                                          list(range(table.MAX_SEEDS))).items():
+            plan[name] = (argv, family)
+    return plan
+
+
+def test_every_committed_run_was_trained_with_its_planned_flags(table):
+    """A committed run's config.json holds every flag of the command its name stands for today,
+    and the defaults of the keys the other sweep variants of its family set (a recipe chosen
+    again on dev leaves no run of the old recipe under the new recipe's name)."""
+    from jaxenc.training import checkpointing
+    from train.configs import base
+
+    runs, plan = table.runs, _planned(table)
+    swept = {family: {key for variant in variants.values() for key in variant}
+             for family, variants in runs.SWEEP.items()}
+    checked = 0
+    for folder in sorted(path for path in table.RUNS.iterdir() if path.is_dir()):
+        assert folder.name in plan, f"{folder.name}: no run of runs.py has this name"
+        argv, family = plan[folder.name]
+        flags = dict(flag.removeprefix("--config.").split("=", 1) for flag in argv
+                     if flag.startswith("--config."))
+        spec = next(flag for flag in argv if flag.startswith("--config=")).split(":")[1]
+        defaults = base.get_config(spec)
+        # an option a run predates reads as it trained (BEFORE_OPTION), else as its default
+        config = checkpointing.saved_config(folder)
+        for key in set(flags) | swept.get(family, set()):
+            section, field = key.split(".", 1)
+            expected = flags.get(key, str(defaults[section][field]))
+            trained = config[section].get(field, defaults[section][field])
+            assert str(trained) == expected, (folder.name, key)
+        checked += 1
+    assert checked

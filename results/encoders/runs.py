@@ -108,7 +108,7 @@ RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "disan": {"trec": "lr1e-3_keep0.75", "sick_r": "lr1e-3"},
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
-    "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "post_lr1e-3_warmup"},
+    "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled"},
     "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_highway_norm"},
 }
 

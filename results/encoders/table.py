@@ -11,6 +11,7 @@ in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
             where it stopped and why; the chosen variant of each family and task (best dev) in bold
   encoders  test mean ± std over seeds of each model's `<model>_<task>_s<seed>` runs (3 seeds;
             5 for the Dependency-Transformer, its ablation and the Tree-LSTM) at its recipe
+  versus_bag  each model's mean test score minus the bag's, per task (seeds on each side)
   pairs     the Dependency-Transformer minus its `variant=transformer` ablation and minus the
             Tree-LSTM, test score seed by seed (`PAIRS`), with their mean ± std
   transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
@@ -202,6 +203,31 @@ def encoders_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")
     return "\n".join(lines)
 
 
+def versus_bag_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5")) -> str:
+    """Each model's mean test score minus the bag's over their committed seeds, per task, with
+    the seeds behind each side."""
+    lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
+             + " |", "|---" * (len(tasks) + 1) + "|"]
+    bag = {task: [run["test"][PRIMARY[task][0]] for run in seed_runs("bag", task)]
+           for task in tasks}
+    for model in runs.MODELS:
+        if model == "bag":
+            continue
+        cells = []
+        for task in tasks:
+            mine = [run["test"][PRIMARY[task][0]] for run in seed_runs(model, task)]
+            if not mine or not bag[task]:
+                cells.append("—")
+                continue
+            _, _, scale, form = PRIMARY[task]
+            difference = statistics.mean(mine) - statistics.mean(bag[task])
+            cells.append(f"{form.replace('{:', '{:+').format(difference * scale)} "
+                         f"({len(mine)} vs {len(bag[task])})")
+        if any(cell != "—" for cell in cells):
+            lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def pair_differences(model: str, other: str, task: str) -> dict[int, float]:
     """seed -> test score of `model` minus `other`'s on `task`, for the seeds both have."""
     metric = PRIMARY[task][0]
@@ -242,7 +268,8 @@ def transfer_table() -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": sweep_table,
-                                        "encoders": encoders_table, "pairs": pairs_table,
+                                        "encoders": encoders_table, "versus_bag": versus_bag_table,
+                                        "pairs": pairs_table,
                                         "transfer": transfer_table}
 
 
