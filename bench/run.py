@@ -422,6 +422,16 @@ class Measurer:
         return None
 
 
+def packing_plan_rate(features: list[dict]) -> dict:
+    """PSAN's packing plan over one planned epoch of `features` (bench_packing.measure at the
+    default PackingConfig and packed_tile, batch 64, buckets of 8 up to 64): its rate and its
+    attention elements against dense."""
+    packing = bench_packing.measure(features, PackingConfig(), batch_size=64, max_length=64,
+                                    bucket_step=8, later=0, tile=psan.PSANConfig.packed_tile)
+    return dict(sentences_per_s=packing["rate"], packed=packing["packed"],
+                bound=packing["bound"], batch_size=64, max_length=64)
+
+
 def host_section(mode: str, explicit_dir: str | None) -> dict:
     """Host-side rates on one pinned core: gold-tree and spaCy parsing, tree -> arrays, PSAN's
     packing plan, the input pipeline, padding waste (the bench_* scripts' functions)."""
@@ -443,10 +453,7 @@ def host_section(mode: str, explicit_dir: str | None) -> dict:
             host["parse"] = bench_parse.parse_rate(root, num_sentences=500 if quick else 2000)
         except JaxencError as error:
             host["parse"] = {"skipped": str(error)}
-        packing = bench_packing.measure(bench_packing.sst_features(root), PackingConfig(),
-                                        batch_size=64, max_length=64, bucket_step=8, later=0)
-        host["packing"] = dict(sentences_per_s=packing["rate"], packed=packing["packed"],
-                               bound=packing["bound"], batch_size=64, max_length=64)
+        host["packing"] = packing_plan_rate(bench_packing.sst_features(root))
         lengths, source = bench_input.sentence_lengths(0)
         features = bench_input.random_features(lengths, 0)
         max_length = int(lengths.max())

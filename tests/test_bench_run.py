@@ -130,3 +130,13 @@ def test_disan_speed_goal_compares_with_blocked_at_32bit_dropout():
     assert goal["measured"] == "L=64: 1.80x; L=128: 1.80x" and goal["verdict"] == report.MET
     goal = _speed_goal(_speed_results({**times, report.DISAN_BLOCKED_32BIT: 800.0}))
     assert goal["verdict"] == report.NOT_MET
+
+
+def test_the_host_section_measures_psans_packing_plan(data_root):
+    """The packing-plan rate of the host section on real SST phrase blocks: packed attention
+    elements between the data's own bound and dense."""
+    from bench import bench_packing
+
+    packing = run.packing_plan_rate(bench_packing.sst_features(data_root)[:512])
+    assert _positive(packing["sentences_per_s"])
+    assert 0 < packing["bound"] <= packing["packed"] < 1
