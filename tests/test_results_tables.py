@@ -159,9 +159,6 @@ def test_versus_bag_cells_are_the_difference_of_the_seed_means(table):
 
 def test_pair_differences_are_the_seed_paired_test_scores(table):
     """Each pairs-table row, recomputed from the committed test records of both runs."""
-    def test_score(name, metric):
-        return _test_score(table, name, metric)
-
     rows = [row for row in table.pairs_table().splitlines()[2:] if row.startswith("| ")]
     expected = 0
     for model, other in table.PAIRS:
@@ -180,8 +177,9 @@ def test_pair_differences_are_the_seed_paired_test_scores(table):
             cells = dict(re.findall(r"s(\d+): ([+-][\d.]+)", row))
             assert sorted(map(int, cells)) == seeds
             for seed in seeds:
-                difference = scale * (test_score(table.runs.run_name(model, task, seed), metric)
-                                      - test_score(table.runs.run_name(other, task, seed), metric))
+                difference = scale * (
+                    _test_score(table, table.runs.run_name(model, task, seed), metric)
+                    - _test_score(table, table.runs.run_name(other, task, seed), metric))
                 assert float(cells[str(seed)]) == pytest.approx(difference, abs=rounding)
     assert len(rows) == expected
 

@@ -169,6 +169,17 @@ def seed_runs(model: str, task: str) -> list[dict]:
     return list(seeded_runs(model, task).values())
 
 
+def _test_scores(model: str, task: str) -> list[float]:
+    """The primary test metric of each committed seed run of `model` on `task`."""
+    return [run["test"][PRIMARY[task][0]] for run in seed_runs(model, task)]
+
+
+def _signed(task: str, value: float) -> str:
+    """A difference of two `task` scores, signed, in the task's scale and digits."""
+    _, _, scale, form = PRIMARY[task]
+    return form.replace("{:", "{:+").format(value * scale)
+
+
 def _headline_cell(model: str) -> str:
     """TREC test accuracy over the committed seeds of the model's recipe, else —."""
     seeded = [run["test"]["accuracy"] for run in seed_runs(model, "trec")]
@@ -208,21 +219,18 @@ def versus_bag_table(tasks: tuple[str, ...] = ("trec", "sick_r", "sick_e", "sst5
     the seeds behind each side."""
     lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
              + " |", "|---" * (len(tasks) + 1) + "|"]
-    bag = {task: [run["test"][PRIMARY[task][0]] for run in seed_runs("bag", task)]
-           for task in tasks}
+    bag = {task: _test_scores("bag", task) for task in tasks}
     for model in runs.MODELS:
         if model == "bag":
             continue
         cells = []
         for task in tasks:
-            mine = [run["test"][PRIMARY[task][0]] for run in seed_runs(model, task)]
+            mine = _test_scores(model, task)
             if not mine or not bag[task]:
                 cells.append("—")
                 continue
-            _, _, scale, form = PRIMARY[task]
             difference = statistics.mean(mine) - statistics.mean(bag[task])
-            cells.append(f"{form.replace('{:', '{:+').format(difference * scale)} "
-                         f"({len(mine)} vs {len(bag[task])})")
+            cells.append(f"{_signed(task, difference)} ({len(mine)} vs {len(bag[task])})")
         if any(cell != "—" for cell in cells):
             lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} |")
     return "\n".join(lines)
@@ -247,15 +255,14 @@ def pairs_table() -> str:
             if not differences:
                 continue
             _, name, scale, form = PRIMARY[task]
-            signed = form.replace("{:", "{:+")
-            per_seed = ", ".join(f"s{seed}: {signed.format(value * scale)}"
+            per_seed = ", ".join(f"s{seed}: {_signed(task, value)}"
                                  for seed, value in differences.items())
             values = list(differences.values())
             spread = (f" ± {form.format(statistics.stdev(values) * scale)}"
                       if len(values) > 1 else "")
             lines.append(f"| {HEADLINE[model][0]} − {HEADLINE[other][0]} | {TASK_NAMES[task]} "
                          f"{name} | {len(values)} | {per_seed} | "
-                         f"{signed.format(statistics.mean(values) * scale)}{spread} |")
+                         f"{_signed(task, statistics.mean(values))}{spread} |")
     if len(lines) == 2:
         return ("No seed pair is committed yet (`python results/encoders/runs.py table --models "
                 "dt,dt_plain,tree_lstm`, then `collect`).")
