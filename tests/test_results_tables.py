@@ -117,6 +117,19 @@ def test_a_model_limited_to_some_tasks_is_planned_on_those_only(table):
     assert [flag for flag in small if flag != "--config.model.hidden=150"] == full
 
 
+def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only(table):
+    """SST-2 and MRPC are the Dependency-Transformer paper's tasks: the dependency models, the
+    ablation and the bag train on them; SST-2 reads the labelled phrases of the training trees,
+    as the paper supervises every tree node."""
+    plan = table.runs.table_plan(list(table.runs.MODELS), ["sst2", "mrpc"], [1])
+    assert sorted(plan) == sorted(f"{model}_{task}_s1" for model in ("bag", "tree_lstm", "dt",
+                                                                     "dt_plain")
+                                  for task in ("sst2", "mrpc"))
+    assert all("--config=train/configs/base.py:" in flag and flag.endswith(",sst2_phrases")
+               for name, argv in plan.items() if "_sst2_" in name
+               for flag in argv if flag.startswith("--config="))
+
+
 def _test_score(table, name, metric):
     """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl."""
     records = [json.loads(line)
