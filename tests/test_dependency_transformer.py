@@ -156,6 +156,33 @@ def test_plain_transformer_ablation_equals_the_transformer_encoder():
     np.testing.assert_allclose(got["sentence"], want["tokens"][:, 0], rtol=1e-5, atol=1e-6)
 
 
+def test_mean_sentence_vector_averages_the_word_nodes_and_is_zero_without_words():
+    """sentence_vector="mean": per sentence, the numpy mean of the word nodes' outputs (nodes 1
+    .. length-1: [root] and padding left out); a sentence of [root] alone gives zeros. The
+    default is the [root] node's output."""
+    sizes = dict(embed_dim=8, model_dim=8, num_layers=2, num_heads=2, ff_dim=12)
+    root, mean = (build_encoder(dt_config(sentence_vector=vector, **sizes), 30)
+                  for vector in ("root", "mean"))
+    rng = np.random.default_rng(1)
+    lengths = np.array([6, 3, 1], np.int32)
+    tokens = np.where(np.arange(8) < lengths[:, None], rng.integers(6, 30, (3, 8)), 0)
+    tokens[:, 0] = ROOT
+    batch = {"tokens": tokens.astype(np.int32), "lengths": lengths,
+             "relations": rng.integers(0, 5, (3, 8, 8)).astype(np.int32),
+             "levels": rng.integers(0, 4, (3, 8)).astype(np.int32)}
+    params = root.init(jax.random.key(0), batch, train=False)["params"]
+    by_root = root.apply({"params": params}, batch, train=False)
+    by_mean = mean.apply({"params": params}, batch, train=False)
+    np.testing.assert_array_equal(by_root["tokens"], by_mean["tokens"])
+    np.testing.assert_array_equal(by_root["sentence"], by_root["tokens"][:, 0])
+    nodes = np.asarray(by_mean["tokens"])
+    for row, length in enumerate(lengths):
+        want = nodes[row, 1:length].mean(axis=0) if length > 1 else np.zeros(8, np.float32)
+        np.testing.assert_allclose(by_mean["sentence"][row], want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="sentence_vector"):
+        build_encoder(dt_config(sentence_vector="first"), 30)
+
+
 @functools.cache
 def ablation_outputs(variant: str) -> np.ndarray:
     example = hand_parsed()

@@ -10,7 +10,9 @@ Input: [root] + words (the featurizer prepends ROOT; node 0 is [root], word i is
              computed by gathers from per-relation vectors (jaxenc/layers/relation_bias.py: no
              [L, L, d_r] tensor), NONE relations contribute exactly zero, padding keys masked;
     then the Transformer layer (residual + LayerNorm around attention and the FFN), `num_layers`
-    times. The sentence vector is the output of the [root] node.
+    times. The sentence vector is the output of the [root] node (`sentence_vector="root"`, the
+    paper's); "mean" averages the word nodes' outputs instead, as the Transformer baseline's
+    mean pooling (the [root] node left out), a departure kept as a named flag.
 Table 3 ablations (`variant`): "transformer" (no relations, no levels: the plain Transformer
 encoder with the [root] output), "lr" (relation scores without the gate, no level embedding),
 "rg" (gated relation scores, no level embedding), "full" (everything).
@@ -40,7 +42,7 @@ import jax.numpy as jnp
 
 from jaxenc.data.vocab import ROOT
 from jaxenc.layers.attention import ScoreBias
-from jaxenc.layers.masks import length_mask
+from jaxenc.layers.masks import length_mask, masked_mean
 from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
 from jaxenc.layers.transformer import POSITIONS, input_stage
 from jaxenc.models.config import StructureNeeds, require
@@ -50,6 +52,7 @@ from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL, PARSER_NAMES
 from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE, DIRECTIONS
 
 VARIANTS = ("transformer", "lr", "rg", "full")
+SENTENCE_VECTORS = ("root", "mean")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,8 @@ class DependencyTransformerConfig(TransformerSizes):
       relation_direction: "split" (an arc label is two relations, UP and DOWN, by which end
         attends) or "none" (one relation per arc label); an interpretation either way (module
         docstring). Saved with the relation vocabulary (its `direction`).
+      sentence_vector: "root" (the paper: the [root] node's output) or "mean" (the mean of the
+        word nodes' outputs; zeros for a sentence without words).
     """
 
     num_layers: int = 3
@@ -83,12 +88,15 @@ class DependencyTransformerConfig(TransformerSizes):
     max_level: int = DEFAULT_MAX_LEVEL
     keep_subtypes: bool = False
     relation_direction: str = "split"
+    sentence_vector: str = "root"
 
     def validate(self) -> None:
         require(self.variant in VARIANTS, "variant", self.variant,
                 f"is not one of {', '.join(VARIANTS)}", "full")
         require(self.relation_direction in DIRECTIONS, "relation_direction",
                 self.relation_direction, f"is not one of {', '.join(DIRECTIONS)}", "split")
+        require(self.sentence_vector in SENTENCE_VECTORS, "sentence_vector", self.sentence_vector,
+                f"is not one of {', '.join(SENTENCE_VECTORS)}", "root")
         require(self.positions in POSITIONS, "positions", self.positions,
                 f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
         require(self.parser in PARSER_NAMES and self.parser != "benepar", "parser", self.parser,
@@ -154,7 +162,11 @@ class DependencyTransformer(nn.Module):
                                                 tables[layer]())
 
         x = encoder_stack(x, lengths, cfg, train=train, score_bias=score_bias)
-        return encoder_outputs(tokens=x, sentence=x[:, 0], memory=x, memory_mask=mask)
+        if cfg.sentence_vector == "root":
+            vector = x[:, 0]
+        else:  # the word nodes: every real node after [root]
+            vector = masked_mean(x, mask & (jnp.arange(x.shape[1]) > 0))
+        return encoder_outputs(tokens=x, sentence=vector, memory=x, memory_mask=mask)
 
 
 SPEC = EncoderSpec(config=DependencyTransformerConfig, module=DependencyTransformer,

@@ -62,8 +62,9 @@ MODELS = {
     "psan": ("psan", "psan", {"model.freeze_embeddings": False}),
     "tree_lstm": ("tree_lstm", "tree_lstm", {}),
     "transformer": ("transformer", "transformer", {}),
-    "dt": ("dependency_transformer", "transformer", {}),
-    "dt_plain": ("dependency_transformer", "transformer", {"model.variant": "transformer"}),
+    "dt": ("dependency_transformer", "dependency_transformer", {}),
+    "dt_plain": ("dependency_transformer", "dependency_transformer",
+                 {"model.variant": "transformer"}),
     "disan_300": ("disan", "disan", {"model.hidden": 150}),
 }
 # tasks some models only train on: DiSAN with d_h 150 (300-d sentence vectors, PSAN's and the
@@ -108,9 +109,19 @@ SWEEP = {
                                       "model.dropout_rate": 0.0, "model.num_layers": 1},
     },
 }
+# The Dependency-Transformer's sweep: the Transformer's recipes for the two tasks, and on SICK-R
+# the mean of the word nodes instead of the [root] output as the sentence vector (the diagnosis
+# of its SICK-R score, results/encoders/README.md)
+SWEEP["dependency_transformer"] = {
+    "post_lr3e-4_unscaled": SWEEP["transformer"]["post_lr3e-4_unscaled"],
+    "pre_lr3e-4_scaled": SWEEP["transformer"]["pre_lr3e-4_scaled"],
+    "pre_lr3e-4_scaled_mean": {**SWEEP["transformer"]["pre_lr3e-4_scaled"],
+                               "model.sentence_vector": "mean"},
+}
 SWEEP_TASKS = ("trec", "sick_r")
+# the model each family's sweep trains
 SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tree_lstm",
-               "transformer": "transformer"}  # the model each family's sweep trains
+               "transformer": "transformer", "dependency_transformer": "dt"}
 # family -> task -> the sweep variant with the best dev score (tests/test_results_tables.py
 # checks these against the committed sweep runs)
 RECIPES: dict[str, dict[str, str]] = {
@@ -119,6 +130,7 @@ RECIPES: dict[str, dict[str, str]] = {
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled"},
     "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_highway_norm"},
+    "dependency_transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled"},
 }
 
 
