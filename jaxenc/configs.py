@@ -8,7 +8,8 @@ Sections:
   model       name + the encoder's hyperparameters: the fields of its config class (e.g.
               jaxenc.models.disan.DiSANConfig), whose defaults are the paper's values
   task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
-              train, deterministically, when the dataset ships no such split, e.g. TREC's dev)
+              train, deterministically, when the dataset ships no such split, e.g. TREC's dev),
+              split_seed (the carving's seed; -1: train.seed)
   data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
               TFDS builder, built there once from data_dir or a download), batch sizes,
               buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
@@ -122,7 +123,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         config.model.parser = "gold"  # "auto" is resolved once overrides are applied
 
     config.task = ml_collections.ConfigDict(dict(
-        dataset=dataset, dev_fraction=0.1, test_fraction=0.1,
+        dataset=dataset, dev_fraction=0.1, test_fraction=0.1, split_seed=-1,
         head=dict(
             hidden_dims=(300,), activation="elu", dropout_rate=0.0,
             pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"

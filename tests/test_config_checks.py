@@ -62,7 +62,7 @@ def test_one_line_keeps_the_first_sentence_within_the_limit():
 
 
 def _bad_value(rule, default):
-    candidates = {int: [-1, 0], float: [-1.0, 0.0, 1.0], tuple: [(0,)]}[type(default)]
+    candidates = {int: [-1, 0, -2], float: [-1.0, 0.0, 1.0], tuple: [(0,)]}[type(default)]
     return next(value for value in candidates if not rule.accepts(value))
 
 

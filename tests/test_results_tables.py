@@ -36,9 +36,9 @@ def test_marked_tables_equal_their_rebuild(table, document):
             "(fix: python results/encoders/table.py --write)")
 
 
-def test_every_table_is_in_the_readme_or_the_results_page(table):
-    marked = {name for document in ("README.md", "docs/results.md")
-              for name, _ in table.MARKER.findall((REPO / document).read_text(encoding="utf-8"))}
+def test_every_table_is_in_one_of_the_documents(table):
+    marked = {name for document in table.DOCUMENTS
+              for name, _ in table.MARKER.findall(document.read_text(encoding="utf-8"))}
     assert marked == set(table.TABLES)
 
 
@@ -197,6 +197,23 @@ def test_pair_differences_are_the_seed_paired_test_scores(table):
     assert len(rows) == expected
 
 
+def test_diagnosis_rows_are_the_committed_diagnosis_runs(table):
+    """One diagnoses-table row per committed run of runs.DIAGNOSES, its flags and test score
+    those of the run."""
+    rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")
+            for row in table.diagnoses_table().splitlines()[2:]}
+    committed = [name for name in table.runs.DIAGNOSES
+                 if (table.RUNS / name / "results.md").is_file()]
+    assert sorted(rows) == sorted(committed)
+    for name in committed:
+        _, task, seed, flags = table.runs.DIAGNOSES[name]
+        metric, _, scale, form = table.PRIMARY[task]
+        cells = [cell.strip() for cell in rows[name]]
+        assert cells[3] == str(seed)
+        assert cells[4] == ", ".join(f"`{key}={value}`" for key, value in flags.items())
+        assert cells[6] == form.format(scale * _test_score(table, name, metric))
+
+
 def _planned(table):
     """Run name -> (the command runs.py trains it with under today's recipes, its family)."""
     runs, plan = table.runs, {}
@@ -207,6 +224,8 @@ def _planned(table):
         for name, argv in runs.table_plan([model], list(runs.TASKS),
                                           list(range(table.MAX_SEEDS))).items():
             plan[name] = (argv, family)
+    for name, argv in runs.diagnosis_plan().items():
+        plan[name] = (argv, runs.MODELS[runs.DIAGNOSES[name][0]][1])
     return plan
 
 

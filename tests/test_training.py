@@ -248,6 +248,14 @@ def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_pa
     other.model.dtype = "bfloat16"  # not what the saved run computed
     with pytest.raises(ConfigError, match=r"model.dtype='<absent>' \(config says 'bfloat16'\)"):
         checkpointing.check_compatible(tmp_path, other)
+    del saved["task"]["split_seed"]  # a task key added after the run: -1 carves as before
+    path.write_text(json.dumps(saved))
+    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    assert changes == {"model.dtype": ("<absent>", "float32"), "task.split_seed": ("<absent>", -1)}
+    other = tiny_config()
+    other.task.split_seed = 3  # carves other splits than the saved run's
+    with pytest.raises(ConfigError, match=r"task.split_seed='<absent>' \(config says 3\)"):
+        checkpointing.check_compatible(tmp_path, other)
     del saved["train"]["seed"]  # not a model option: never assumed
     path.write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match="train.seed='<absent>'"):
@@ -639,6 +647,25 @@ def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
     config.data.data_dir = str(_trec_folder(tmp_path, 3))  # 10% of 3 examples: none for dev
     with pytest.raises(DataError, match=r"'trec' has no dev examples.*task.dev_fraction"):
         loop.run(config, tmp_path / "run")
+
+
+def test_the_split_seed_alone_decides_the_carved_dev_split(tmp_path):
+    """task.split_seed -1 carves dev with train.seed; a fixed split_seed carves the same dev
+    whatever train.seed is, and a different one carves another."""
+    folder = tmp_path / "data" / "trec"
+    folder.mkdir(parents=True)
+    (folder / "TREC.train").write_text("".join(f"NUM:count how many {i} ?\n" for i in range(60)))
+    (folder / "TREC.test").write_text("NUM:count how many ?\n")
+
+    def dev(train_seed: int, split_seed: int) -> list[tuple[str, ...]]:
+        config = base.get_config("bag,trec")
+        config.data.data_dir = str(tmp_path / "data")
+        config.train.seed, config.task.split_seed = train_seed, split_seed
+        return [example.sentences[0].tokens for example in loop.load_splits(config)["dev"]]
+
+    assert dev(0, -1) == dev(5, 0) == dev(0, 0)
+    assert dev(1, -1) == dev(0, 1) != dev(0, 0)
+    assert len(dev(0, 0)) == 6
 
 
 def _main_error(*args: str) -> str:

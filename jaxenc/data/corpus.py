@@ -183,7 +183,7 @@ class CorpusOptions:
                    lowercase=data.lowercase, lowercase_fallback=data.lowercase_fallback,
                    min_count=data.min_count, max_vocab=data.max_vocab,
                    dev_fraction=config.task.dev_fraction, test_fraction=config.task.test_fraction,
-                   seed=config.train.seed, oov=oov)
+                   seed=registry.split_seed(config), oov=oov)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,11 +14,15 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
 from jaxenc.data.records import Example
 from jaxenc.errors import DataError
+
+if TYPE_CHECKING:
+    import ml_collections
 
 KINDS = ("single", "pair", "relatedness", "tagging", "translation", "unlabelled")
 
@@ -274,3 +278,11 @@ def _read_corpus(folder: None, split: str) -> list[Example]:
 CORPUS = "corpus"
 _register(DatasetInfo(CORPUS, "unlabelled", None, None, _TRAIN_DEV_TEST, None, tokenizer="text"),
           _read_corpus)
+
+
+def split_seed(config: ml_collections.ConfigDict) -> int:
+    """The seed that carves the dev / test splits a dataset lacks: `task.split_seed`, or
+    `train.seed` when it is -1 (the default; a config without the key too), so seeds can differ
+    in the held-out examples or, with split_seed fixed, only in initialisation and order."""
+    seed = config.task.get("split_seed", -1)
+    return config.train.seed if seed < 0 else seed

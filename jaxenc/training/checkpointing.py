@@ -74,6 +74,9 @@ RESUMABLE_KEYS = frozenset({
     "train.compilation_cache"})  # where compiled programs are kept
 RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after training
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
+# Keys outside the model sections added after runs were saved, at the value that computes what
+# such a run computed: a saved run without the key resumes with it at this value.
+ADDED_KEY_DEFAULTS = {"task.split_seed": -1}  # -1: the splits are carved with train.seed
 _ABSENT = "<absent>"
 
 
@@ -155,7 +158,7 @@ def _same_dropout(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 def _resumable(key: str, old: Any, new: Any, defaults: Mapping[str, Any]) -> bool:
     """Whether a resumed run may change `key` from `old` to `new` (values or _ABSENT); a model
-    option the saved run predates may appear at its default."""
+    option (or an ADDED_KEY_DEFAULTS key) the saved run predates may appear at its default."""
     if key in RESUMABLE_KEYS or key.split(".")[0] in RESUMABLE_SECTIONS:
         return True
     if old == _ABSENT and key in defaults and new == defaults[key]:
@@ -175,7 +178,8 @@ def check_compatible(workdir: str | os.PathLike,
     if saved is None:
         return {}
     plain = config_to_dict(config)
-    old, new, defaults = flatten(saved), flatten(plain), _model_defaults(plain)
+    old, new = flatten(saved), flatten(plain)
+    defaults = {**_model_defaults(plain), **ADDED_KEY_DEFAULTS}
     changes = {}
     for key in sorted(old.keys() | new.keys()):
         before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)

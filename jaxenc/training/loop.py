@@ -145,7 +145,8 @@ def _has_target(example: Example, kind: str) -> bool:
 def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
     """train / dev / test examples with a target. A split the dataset lacks is carved from train
     (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
-    test_fraction, deterministically given train.seed."""
+    test_fraction, deterministically given the split seed (registry.split_seed: task.split_seed,
+    or train.seed)."""
     info = registry.DATASETS[config.task.dataset]
     if info.name == corpus.NAME:  # data.corpus_files, streamed; the reader makes the splits
         return corpus.load_splits(config)
@@ -163,7 +164,7 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
             splits[split] = load(split)
         else:
             train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
-                                          config.train.seed, split)
+                                          registry.split_seed(config), split)
     splits["train"] = _repeat_phrases(train, config.data.get("phrase_repeats", 1))
     for name, examples in splits.items():
         kept = [e for e in examples if _has_target(e, info.kind)]

@@ -29,6 +29,7 @@ MEANINGS: dict[str, str] = {
     "task.dataset": "the dataset: one of the datasets above",
     "task.dev_fraction": "share of train made dev when the dataset has no dev split",
     "task.test_fraction": "share of train made test when the dataset has none",
+    "task.split_seed": "seed of the carved dev / test splits (-1: train.seed)",
     "task.head.hidden_dims": "hidden layer widths of the classifier head (empty: linear)",
     "task.head.activation": "activation of the head's hidden layers",
     "task.head.dropout_rate": "dropout before each of the head's layers",

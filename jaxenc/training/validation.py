@@ -69,6 +69,8 @@ def count(zero_means: str) -> Rule:
 RULES: dict[str, Rule] = {
     "task.dev_fraction": RATE,
     "task.test_fraction": RATE,
+    "task.split_seed": Rule(lambda v: _is_int(v) and v >= -1,
+                            "must be an integer >= -1 (-1: train.seed)"),
     "task.head.hidden_dims": WIDTHS,
     "task.head.dropout_rate": RATE,
     "task.head.relatedness_hidden_dim": POSITIVE_INT,
