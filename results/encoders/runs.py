@@ -11,6 +11,7 @@ sweep`).
 
   python results/encoders/runs.py sweep [--parallel 2] [--families disan,psan] [--tasks trec]
   python results/encoders/runs.py table [--parallel 2] [--models dt,tree_lstm] [--seeds 0,1,2]
+  python results/encoders/runs.py diagnose     # the experiments of the diagnoses (DIAGNOSES)
   python results/encoders/runs.py collect      # finished runs' files -> results/encoders/runs/
   python results/encoders/runs.py list sweep   # the commands, one a line
 
@@ -111,9 +112,11 @@ SWEEP = {
 }
 # The Dependency-Transformer's sweep: the Transformer's recipes for the two tasks, and on SICK-R
 # the mean of the word nodes instead of the [root] output as the sentence vector (the diagnosis
-# of its SICK-R score, results/encoders/README.md)
+# of its SICK-R score, results/encoders/README.md), on both tasks
 SWEEP["dependency_transformer"] = {
     "post_lr3e-4_unscaled": SWEEP["transformer"]["post_lr3e-4_unscaled"],
+    "post_lr3e-4_unscaled_mean": {**SWEEP["transformer"]["post_lr3e-4_unscaled"],
+                                  "model.sentence_vector": "mean"},
     "pre_lr3e-4_scaled": SWEEP["transformer"]["pre_lr3e-4_scaled"],
     "pre_lr3e-4_scaled_mean": {**SWEEP["transformer"]["pre_lr3e-4_scaled"],
                                "model.sentence_vector": "mean"},
@@ -130,7 +133,7 @@ RECIPES: dict[str, dict[str, str]] = {
     "tree_lstm": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
     "transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled"},
     "psan": {"trec": "lr1e-3", "sick_r": "lr1e-3_highway_norm"},
-    "dependency_transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled"},
+    "dependency_transformer": {"trec": "post_lr3e-4_unscaled", "sick_r": "pre_lr3e-4_scaled_mean"},
 }
 
 
@@ -138,6 +141,19 @@ RECIPES: dict[str, dict[str, str]] = {
 # SICK-R's, the single-sentence classifications TREC's.
 RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "sick_r",
                "sst2": "trec", "sst5": "trec"}
+
+# Experiments behind the diagnoses of results/encoders/README.md: run name -> (model, task,
+# seed, overrides on top of the model's recipe for the task). The TREC seeds of the Transformer
+# swapped between the carved dev split and the rest of the seed (initialisation, batch order):
+# seed s with split_seed 1-s, beside the table's seeds 0 and 1 (split_seed = seed). The
+# Dependency-Transformer and its ablation with the paper's [root] sentence vector on the SICK
+# tasks, beside their table runs at the chosen mean of the word nodes.
+DIAGNOSES = {
+    **{f"diag_{model}_{task}_s0_root": (model, task, 0, {"model.sentence_vector": "root"})
+       for model, task in (("dt_plain", "sick_r"), ("dt", "sick_e"), ("dt_plain", "sick_e"))},
+    "diag_transformer_trec_s0_split1": ("transformer", "trec", 0, {"task.split_seed": 1}),
+    "diag_transformer_trec_s1_split0": ("transformer", "trec", 1, {"task.split_seed": 0}),
+}
 
 
 def runs_root() -> Path:
@@ -194,6 +210,15 @@ def table_plan(models: list[str], tasks: list[str], seeds: list[int]) -> dict[st
     return plan
 
 
+def diagnosis_plan() -> dict[str, list[str]]:
+    plan = {}
+    for name, (model, task, seed, extra) in DIAGNOSES.items():
+        family = MODELS[model][1]
+        recipe = SWEEP[family][RECIPES[family][RECIPE_TASK[task]]]
+        plan[name] = command(model, task, seed, {**recipe, **extra})
+    return plan
+
+
 def run_one(name: str, argv: list[str]) -> str:
     workdir = runs_root() / name
     if (workdir / "results.md").is_file() or (COMMITTED / name / "results.md").is_file():
@@ -233,8 +258,9 @@ def collect() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stage", choices=("sweep", "table", "collect", "list"))
-    parser.add_argument("what", nargs="?", default="sweep", help="list: sweep or table")
+    parser.add_argument("stage", choices=("sweep", "table", "diagnose", "collect", "list"))
+    parser.add_argument("what", nargs="?", default="sweep",
+                        help="list: sweep, table or diagnose")
     parser.add_argument("--families", default=",".join(SWEEP), help="sweep: families")
     parser.add_argument("--variants", default="", help="sweep: only these variants")
     parser.add_argument("--models", default=",".join(MODELS), help="table: model keys")
@@ -246,7 +272,9 @@ def main() -> None:
         collect()
         return
     stage = args.what if args.stage == "list" else args.stage
-    if stage == "sweep":
+    if stage == "diagnose":
+        plan = diagnosis_plan()
+    elif stage == "sweep":
         plan = sweep_plan(args.families.split(","),
                           args.tasks.split(",") if args.tasks else list(SWEEP_TASKS),
                           args.variants.split(",") if args.variants else None)

@@ -50,22 +50,33 @@ TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "S
 ACCURACY = ("accuracy", "acc", 100, "{:.2f}")
 PRIMARY = {"trec": ACCURACY, "sick_r": ("pearson", "Pearson", 1, "{:.3f}"), "sick_e": ACCURACY,
            "sst2": ACCURACY, "mrpc": ACCURACY, "sst5": ACCURACY}
-# PSAN flags whose non-default values depart from the paper (jaxenc/models/psan.py)
-PSAN_DEPARTURES = ("model.memory", "model.memory_norm")
+# family -> the flags whose non-default values depart from its paper (the model's docstring)
+DEPARTURES = {"psan": ("model.memory", "model.memory_norm"),
+              "dependency_transformer": ("model.sentence_vector",)}
 
 
-def _psan_name() -> str:
-    """PSAN's row name, naming the paper departures of its SICK recipe (runs.RECIPES)."""
-    recipe = runs.SWEEP["psan"][runs.RECIPES["psan"]["sick_r"]]
-    flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
-                      for key, value in recipe.items() if key in PSAN_DEPARTURES)
-    return f"PSAN (SICK-R, SICK-E: {flags})" if flags else "PSAN"
+def _named(name: str, model: str, detail: str = "") -> str:
+    """A model's row name: `name`, then in parentheses `detail` and, for each recipe (runs.RECIPES)
+    that sets paper departures (DEPARTURES), the table tasks that take it and those flags."""
+    family = runs.MODELS[model][1]
+    notes = [detail] if detail else []
+    for sweep_task, variant in runs.RECIPES.get(family, {}).items():
+        flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
+                          for key, value in runs.SWEEP[family][variant].items()
+                          if key in DEPARTURES.get(family, ()))
+        tasks = ", ".join(TASK_NAMES[task] for task in runs.TABLE_TASKS
+                          if runs.RECIPE_TASK[task] == sweep_task)
+        if flags:
+            notes.append(f"{tasks}: {flags}")
+    return f"{name} ({'; '.join(notes)})" if notes else name
 
 
-MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": _psan_name(),
+MODEL_NAMES = {"bag": "bag of embeddings", "disan": "DiSAN", "psan": _named("PSAN", "psan"),
                "tree_lstm": "Tree-LSTM (spaCy dependency trees)",
-               "transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
-               "dt_plain": "Dependency-Transformer `variant=transformer` (no relations)",
+               "transformer": "Transformer",
+               "dt": _named("Dependency-Transformer", "dt", "spaCy trees"),
+               "dt_plain": _named("Dependency-Transformer `variant=transformer`", "dt_plain",
+                                  "no relations"),
                "disan_300": "DiSAN, d_h 150 (300-d sentence vectors)"}
 # model key -> (name, paper, structure it reads) of the headline table (one row per encoder at
 # its default size, so not disan_300); the static rows have no TREC run: their cell points to
@@ -275,6 +286,25 @@ def pairs_table() -> str:
     return "\n".join(lines)
 
 
+def diagnoses_table() -> str:
+    """The committed runs of runs.DIAGNOSES: each a model at its recipe with the flags named."""
+    lines = ["| run | model | task | seed | flags besides the recipe | dev | test | best step | "
+             "stopped by |", "|---" * 9 + "|"]
+    for name, (model, task, seed, flags) in runs.DIAGNOSES.items():
+        path = RUNS / name
+        if not (path / "results.md").is_file():
+            continue
+        run, metric = _run(path), PRIMARY[task][0]
+        named = ", ".join(f"`{key}={value}`" for key, value in flags.items())
+        lines.append(f"| {name} | {HEADLINE[model][0]} | {TASK_NAMES[task]} | {seed} | {named} "
+                     f"| {_format(task, run['dev'][metric])} | "
+                     f"{_format(task, run['test'][metric])} | {run['step']} | "
+                     f"{run['stopped by']} |")
+    if len(lines) == 2:
+        return "No diagnosis run is committed yet (`python results/encoders/runs.py diagnose`)."
+    return "\n".join(lines)
+
+
 def transfer_table() -> str:
     """The results table of `eval.transfer`'s report (ours beside the papers' numbers)."""
     return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
@@ -284,7 +314,7 @@ TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": swe
                                         "encoders": encoders_table,
                                         "dependency_tasks": dependency_tasks_table,
                                         "versus_bag": versus_bag_table,
-                                        "pairs": pairs_table,
+                                        "pairs": pairs_table, "diagnoses": diagnoses_table,
                                         "transfer": transfer_table}
 
 
