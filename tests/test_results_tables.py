@@ -212,6 +212,35 @@ def test_diagnosis_rows_are_the_committed_diagnosis_runs(table):
         assert cells[3] == str(seed)
         assert cells[4] == ", ".join(f"`{key}={value}`" for key, value in flags.items())
         assert cells[6] == form.format(scale * _test_score(table, name, metric))
+        beside = table.runs.run_name(table.runs.DIAGNOSES[name][0], task, seed)
+        if (table.RUNS / beside / "results.md").is_file():
+            assert cells[9] == form.format(scale * _test_score(table, beside, metric))
+        else:
+            assert cells[8:] == ["—", "—"]
+
+
+def test_dev_noise_rows_are_recomputed_from_the_dev_records(table):
+    """Each dev-noise row: the mean absolute change of TREC dev accuracy between consecutive
+    evaluations from the 5th on, over the model's committed seeds, recomputed with numpy."""
+    rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")
+            for row in table.dev_noise_table().splitlines()[2:]}
+    assert rows
+    for model in table.runs.MODELS:
+        seeds = _committed_seeds(table, model, "trec")
+        name = table.HEADLINE.get(model, (table.MODEL_NAMES[model],))[0]
+        if len(seeds) < 2:
+            assert name not in rows
+            continue
+        changes = []
+        for seed in seeds:
+            records = [json.loads(line) for line in (
+                table.RUNS / table.runs.run_name(model, "trec", seed) / "metrics.jsonl")
+                .read_text().splitlines()]
+            dev = np.array([100 * r["accuracy"] for r in records if r["split"] == "dev"])
+            changes.extend(np.abs(np.diff(dev[4:])))
+        cells = [cell.strip() for cell in rows[name]]
+        assert cells[1] == str(len(seeds))
+        assert float(cells[3]) == pytest.approx(np.mean(changes), abs=0.006)
 
 
 def _planned(table):

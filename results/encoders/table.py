@@ -59,15 +59,16 @@ def _named(name: str, model: str, detail: str = "") -> str:
     """A model's row name: `name`, then in parentheses `detail` and, for each recipe (runs.RECIPES)
     that sets paper departures (DEPARTURES), the table tasks that take it and those flags."""
     family = runs.MODELS[model][1]
-    notes = [detail] if detail else []
-    for sweep_task, variant in runs.RECIPES.get(family, {}).items():
+    tasks_by_flags: dict[str, list[str]] = {}
+    for task in runs.TABLE_TASKS:
+        variant = runs.RECIPES.get(family, {}).get(runs.RECIPE_TASK[task])
         flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
-                          for key, value in runs.SWEEP[family][variant].items()
+                          for key, value in runs.SWEEP[family].get(variant, {}).items()
                           if key in DEPARTURES.get(family, ()))
-        tasks = ", ".join(TASK_NAMES[task] for task in runs.TABLE_TASKS
-                          if runs.RECIPE_TASK[task] == sweep_task)
         if flags:
-            notes.append(f"{tasks}: {flags}")
+            tasks_by_flags.setdefault(flags, []).append(TASK_NAMES[task])
+    notes = [detail] if detail else []
+    notes += [f"{', '.join(tasks)}: {flags}" for flags, tasks in tasks_by_flags.items()]
     return f"{name} ({'; '.join(notes)})" if notes else name
 
 
@@ -287,21 +288,63 @@ def pairs_table() -> str:
 
 
 def diagnoses_table() -> str:
-    """The committed runs of runs.DIAGNOSES: each a model at its recipe with the flags named."""
-    lines = ["| run | model | task | seed | flags besides the recipe | dev | test | best step | "
-             "stopped by |", "|---" * 9 + "|"]
+    """The committed runs of runs.DIAGNOSES, each a model at its recipe with the flags named,
+    beside the table run of the same model, task and seed (without those flags) once
+    committed."""
+    lines = ["| run | model | task | seed | flags besides the recipe | dev | test | stopped by "
+             "| table run: dev | test |", "|---" * 10 + "|"]
     for name, (model, task, seed, flags) in runs.DIAGNOSES.items():
         path = RUNS / name
         if not (path / "results.md").is_file():
             continue
         run, metric = _run(path), PRIMARY[task][0]
         named = ", ".join(f"`{key}={value}`" for key, value in flags.items())
+        table_path = RUNS / runs.run_name(model, task, seed)
+        if (table_path / "results.md").is_file():
+            table_run = _run(table_path)
+            beside = (f"{_format(task, table_run['dev'][metric])} | "
+                      f"{_format(task, table_run['test'][metric])}")
+        else:
+            beside = "— | —"
         lines.append(f"| {name} | {HEADLINE[model][0]} | {TASK_NAMES[task]} | {seed} | {named} "
                      f"| {_format(task, run['dev'][metric])} | "
-                     f"{_format(task, run['test'][metric])} | {run['step']} | "
-                     f"{run['stopped by']} |")
+                     f"{_format(task, run['test'][metric])} | {run['stopped by']} | {beside} |")
     if len(lines) == 2:
         return "No diagnosis run is committed yet (`python results/encoders/runs.py diagnose`)."
+    return "\n".join(lines)
+
+
+SETTLED_AFTER = 5  # evaluations before a run's dev curve is taken as settled
+
+
+def dev_changes(name: str, task: str) -> list[float]:
+    """The absolute changes of the primary dev score between consecutive evaluations of the
+    committed run `name`, after its first SETTLED_AFTER evaluations (scaled as shown)."""
+    metric, _, scale, _ = PRIMARY[task]
+    records = [json.loads(line) for line in (RUNS / name / "metrics.jsonl").read_text()
+               .splitlines()]
+    dev = [scale * record[metric] for record in records if record["split"] == "dev"]
+    settled = dev[SETTLED_AFTER - 1:]
+    return [abs(after - before) for before, after in zip(settled[:-1], settled[1:], strict=True)]
+
+
+def dev_noise_table(task: str = "trec") -> str:
+    """Per model: the seed spread of its test score beside how much its dev score moves from
+    one evaluation to the next once settled (the mean over its seeds' runs): a noisy dev curve
+    makes the best-dev checkpoint, and so the test score, vary more between seeds."""
+    _, name, scale, form = PRIMARY[task]
+    lines = [f"| model | seeds | {TASK_NAMES[task]} test {name}, mean ± std | dev change between "
+             "evaluations, mean |", "|---|---|---|---|"]
+    for model in runs.MODELS:
+        found = [seed for seed in range(MAX_SEEDS) if (run := runs.run_name(model, task, seed))
+                 and (RUNS / run / "results.md").is_file()]
+        if len(found) < 2:
+            continue
+        changes = [change for seed in found
+                   for change in dev_changes(runs.run_name(model, task, seed), task)]
+        lines.append(f"| {HEADLINE.get(model, (MODEL_NAMES[model],))[0]} | {len(found)} | "
+                     f"{_cell(_test_scores(model, task), task)} | "
+                     f"{form.format(statistics.mean(changes))} |")
     return "\n".join(lines)
 
 
@@ -315,6 +358,7 @@ TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": swe
                                         "dependency_tasks": dependency_tasks_table,
                                         "versus_bag": versus_bag_table,
                                         "pairs": pairs_table, "diagnoses": diagnoses_table,
+                                        "dev_noise": dev_noise_table,
                                         "transfer": transfer_table}
 
 
