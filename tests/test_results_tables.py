@@ -130,10 +130,13 @@ def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only(ta
                for flag in argv if flag.startswith("--config="))
 
 
-def _test_score(table, name, metric):
-    """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl."""
+def _test_score(table, name, metric, split="test"):
+    """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl
+    (split "dev": the best dev record's, the checkpoint the test record is of)."""
     records = [json.loads(line)
                for line in (table.RUNS / name / "metrics.jsonl").read_text().splitlines()]
+    if split == "dev":
+        return max(record[metric] for record in records if record["split"] == "dev")
     return [record for record in records if record["split"] == "test"][-1][metric]
 
 
@@ -143,11 +146,13 @@ def _committed_seeds(table, model, task):
             and (table.RUNS / name / "results.md").is_file()]
 
 
-def test_versus_bag_cells_are_the_difference_of_the_seed_means(table):
-    """Each cell of the versus-bag table, recomputed from the committed test records."""
+@pytest.mark.parametrize("split", ["test", "dev"])
+def test_versus_bag_cells_are_the_difference_of_the_seed_means(table, split):
+    """Each cell of the versus-bag tables, recomputed from the committed test (or best dev)
+    records."""
     tasks = ("trec", "sick_r", "sick_e", "sst5")
     rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")[1:]
-            for row in table.versus_bag_table().splitlines()[2:]}
+            for row in table.versus_bag_table(split=split).splitlines()[2:]}
     for model in table.runs.MODELS:
         if model == "bag" or table.MODEL_NAMES[model] not in rows:
             continue
@@ -159,9 +164,9 @@ def test_versus_bag_cells_are_the_difference_of_the_seed_means(table):
                 assert cell.strip() == "—"
                 continue
             expected = scale * (
-                np.mean([_test_score(table, table.runs.run_name(model, task, s), metric)
+                np.mean([_test_score(table, table.runs.run_name(model, task, s), metric, split)
                          for s in mine])
-                - np.mean([_test_score(table, table.runs.run_name("bag", task, s), metric)
+                - np.mean([_test_score(table, table.runs.run_name("bag", task, s), metric, split)
                            for s in bag]))
             shown, seeds = re.fullmatch(r" ([+-][\d.]+) \((\d+) vs (\d+)\) ", cell).group(1, 2)
             rounding = 0.51 * 10.0 ** -int(form.split(".")[1][0])  # half the last shown digit

@@ -181,9 +181,10 @@ def seed_runs(model: str, task: str) -> list[dict]:
     return list(seeded_runs(model, task).values())
 
 
-def _test_scores(model: str, task: str) -> list[float]:
-    """The primary test metric of each committed seed run of `model` on `task`."""
-    return [run["test"][PRIMARY[task][0]] for run in seed_runs(model, task)]
+def _test_scores(model: str, task: str, split: str = "test") -> list[float]:
+    """The primary `split` metric of each committed seed run of `model` on `task` (test at the
+    best-dev checkpoint, or that checkpoint's dev score)."""
+    return [run[split][PRIMARY[task][0]] for run in seed_runs(model, task)]
 
 
 def _signed(task: str, value: float) -> str:
@@ -232,18 +233,18 @@ def dependency_tasks_table() -> str:
     return encoders_table(runs.DEPENDENCY_TASKS)
 
 
-def versus_bag_table(tasks: tuple[str, ...] = runs.TABLE_TASKS) -> str:
-    """Each model's mean test score minus the bag's over their committed seeds, per task, with
-    the seeds behind each side."""
+def versus_bag_table(tasks: tuple[str, ...] = runs.TABLE_TASKS, split: str = "test") -> str:
+    """Each model's mean `split` score (test, or dev at the best-dev checkpoint) minus the bag's
+    over their committed seeds, per task, with the seeds behind each side."""
     lines = ["| model | " + " | ".join(f"{TASK_NAMES[t]} {PRIMARY[t][1]}" for t in tasks)
              + " |", "|---" * (len(tasks) + 1) + "|"]
-    bag = {task: _test_scores("bag", task) for task in tasks}
+    bag = {task: _test_scores("bag", task, split) for task in tasks}
     for model in runs.MODELS:
         if model == "bag":
             continue
         cells = []
         for task in tasks:
-            mine = _test_scores(model, task)
+            mine = _test_scores(model, task, split)
             if not mine or not bag[task]:
                 cells.append("—")
                 continue
@@ -357,6 +358,7 @@ TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": swe
                                         "encoders": encoders_table,
                                         "dependency_tasks": dependency_tasks_table,
                                         "versus_bag": versus_bag_table,
+                                        "versus_bag_dev": lambda: versus_bag_table(split="dev"),
                                         "pairs": pairs_table, "diagnoses": diagnoses_table,
                                         "dev_noise": dev_noise_table,
                                         "transfer": transfer_table}
