@@ -224,28 +224,35 @@ def test_diagnosis_rows_are_the_committed_diagnosis_runs(table):
             assert cells[8:] == ["—", "—"]
 
 
-def test_dev_noise_rows_are_recomputed_from_the_dev_records(table):
-    """Each dev-noise row: the mean absolute change of TREC dev accuracy between consecutive
-    evaluations from the 5th on, over the model's committed seeds, recomputed with numpy."""
+@pytest.mark.parametrize("task, metric, scale, places", [("trec", "accuracy", 100, 2),
+                                                          ("sick_r", "pearson", 1, 3)])
+def test_dev_noise_rows_are_recomputed_from_the_dev_records(table, task, metric, scale, places):
+    """Each dev-noise row: the mean absolute change of the dev score between consecutive
+    evaluations after the best-dev step (the step of the test record), and the mean of those
+    dev scores, over the model's committed seeds, recomputed with numpy."""
     rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")
-            for row in table.dev_noise_table().splitlines()[2:]}
+            for row in table.dev_noise_table(task).splitlines()[2:]}
     assert rows
     for model in table.runs.MODELS:
-        seeds = _committed_seeds(table, model, "trec")
+        seeds = _committed_seeds(table, model, task)
         name = table.HEADLINE.get(model, (table.MODEL_NAMES[model],))[0]
         if len(seeds) < 2:
             assert name not in rows
             continue
-        changes = []
+        changes, settled = [], []
         for seed in seeds:
             records = [json.loads(line) for line in (
-                table.RUNS / table.runs.run_name(model, "trec", seed) / "metrics.jsonl")
+                table.RUNS / table.runs.run_name(model, task, seed) / "metrics.jsonl")
                 .read_text().splitlines()]
-            dev = np.array([100 * r["accuracy"] for r in records if r["split"] == "dev"])
-            changes.extend(np.abs(np.diff(dev[4:])))
+            best = [r["step"] for r in records if r["split"] == "test"][0]
+            plateau = np.array([scale * r[metric] for r in records
+                                if r["split"] == "dev" and r["step"] > best])
+            changes.extend(np.abs(np.diff(plateau)))
+            settled.extend(plateau)
         cells = [cell.strip() for cell in rows[name]]
         assert cells[1] == str(len(seeds))
-        assert float(cells[3]) == pytest.approx(np.mean(changes), abs=0.006)
+        assert float(cells[3]) == pytest.approx(np.mean(changes), abs=0.6 * 10 ** -places)
+        assert float(cells[4]) == pytest.approx(np.mean(settled), abs=0.6 * 10 ** -places)
 
 
 def _planned(table):

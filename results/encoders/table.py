@@ -315,37 +315,46 @@ def diagnoses_table() -> str:
     return "\n".join(lines)
 
 
-SETTLED_AFTER = 5  # evaluations before a run's dev curve is taken as settled
-
-
-def dev_changes(name: str, task: str) -> list[float]:
-    """The absolute changes of the primary dev score between consecutive evaluations of the
-    committed run `name`, after its first SETTLED_AFTER evaluations (scaled as shown)."""
+def dev_after_best(name: str, task: str) -> list[float]:
+    """The primary dev scores (scaled as shown) of the committed run `name` at the evaluations
+    after its best-dev checkpoint: the plateau patience waited through before stopping."""
     metric, _, scale, _ = PRIMARY[task]
     records = [json.loads(line) for line in (RUNS / name / "metrics.jsonl").read_text()
                .splitlines()]
-    dev = [scale * record[metric] for record in records if record["split"] == "dev"]
-    settled = dev[SETTLED_AFTER - 1:]
-    return [abs(after - before) for before, after in zip(settled[:-1], settled[1:], strict=True)]
+    best_step = next(record["step"] for record in records if record["split"] == "test")
+    return [scale * record[metric] for record in records
+            if record["split"] == "dev" and record["step"] > best_step]
+
+
+def dev_changes(name: str, task: str) -> list[float]:
+    """The absolute changes of the primary dev score between consecutive evaluations after the
+    best-dev checkpoint of the committed run `name` (scaled as shown)."""
+    plateau = dev_after_best(name, task)
+    return [abs(after - before) for before, after in zip(plateau[:-1], plateau[1:], strict=True)]
 
 
 def dev_noise_table(task: str = "trec") -> str:
     """Per model: the seed spread of its test score beside how much its dev score moves from
-    one evaluation to the next once settled (the mean over its seeds' runs): a noisy dev curve
-    makes the best-dev checkpoint, and so the test score, vary more between seeds."""
+    one evaluation to the next after the best checkpoint, and the level it stays at there
+    (means over its seeds' runs): a noisy plateau makes the best-dev checkpoint, and so the
+    test score, vary more between seeds; the plateau's level separates a lower plateau from a
+    lucky or unlucky pick."""
     _, name, scale, form = PRIMARY[task]
     lines = [f"| model | seeds | {TASK_NAMES[task]} test {name}, mean ± std | dev change between "
-             "evaluations, mean |", "|---|---|---|---|"]
+             "evaluations after the best, mean | dev after the best, mean |",
+             "|---|---|---|---|---|"]
     for model in runs.MODELS:
-        found = [seed for seed in range(MAX_SEEDS) if (run := runs.run_name(model, task, seed))
+        found = [runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)
+                 if (run := runs.run_name(model, task, seed))
                  and (RUNS / run / "results.md").is_file()]
         if len(found) < 2:
             continue
-        changes = [change for seed in found
-                   for change in dev_changes(runs.run_name(model, task, seed), task)]
+        changes = [change for run in found for change in dev_changes(run, task)]
+        plateau = [score for run in found for score in dev_after_best(run, task)]
         lines.append(f"| {HEADLINE.get(model, (MODEL_NAMES[model],))[0]} | {len(found)} | "
                      f"{_cell(_test_scores(model, task), task)} | "
-                     f"{form.format(statistics.mean(changes))} |")
+                     f"{form.format(statistics.mean(changes))} | "
+                     f"{form.format(statistics.mean(plateau))} |")
     return "\n".join(lines)
 
 
@@ -361,6 +370,7 @@ TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": swe
                                         "versus_bag_dev": lambda: versus_bag_table(split="dev"),
                                         "pairs": pairs_table, "diagnoses": diagnoses_table,
                                         "dev_noise": dev_noise_table,
+                                        "dev_noise_sick_r": lambda: dev_noise_table("sick_r"),
                                         "transfer": transfer_table}
 
 
