@@ -130,6 +130,43 @@ def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only(ta
                for flag in argv if flag.startswith("--config="))
 
 
+def test_the_default_plan_trains_five_seeds_of_the_dependency_models_and_three_of_the_rest(
+        table):
+    """Without --seeds: seeds 0-4 for the Dependency-Transformer, its ablation and the Tree-LSTM
+    (the Dependency-Transformer paper's protocol), seeds 0-2 for every other model."""
+    plan = table.runs.table_plan(["dt", "dt_plain", "tree_lstm", "disan", "bag"], ["sick_e"])
+    for model, seeds in (("dt", 5), ("dt_plain", 5), ("tree_lstm", 5), ("disan", 3),
+                         ("bag", 3)):
+        assert sorted(name for name in plan if name.startswith(f"{model}_sick_e_")) == [
+            f"{model}_sick_e_s{seed}" for seed in range(seeds)]
+
+
+def test_progress_cells_count_the_committed_run_folders(table):
+    """Each cell of the progress table: how many of seeds 0..SEEDS-1 of the model on the task
+    have a committed run folder with a results.md (listed from the folder, not from the
+    tables), over SEEDS; the total line sums them."""
+    runs = table.runs
+    committed = {path.parent.name for path in table.RUNS.glob("*/results.md")}
+    lines = table.progress_table().splitlines()
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")][1:]
+    assert header == [table.TASK_NAMES[task] for task in runs.TASKS]
+    rows = {line.strip("|").split("|")[0].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in lines[2:] if line.startswith("|")}
+    done = planned = 0
+    for model in runs.MODELS:
+        cells = rows[table.MODEL_NAMES[model]][1:]
+        for task, cell in zip(runs.TASKS, cells, strict=True):
+            if task not in runs.MODEL_TASKS.get(model, runs.TABLE_TASKS):
+                assert cell == "—"
+                continue
+            names = [runs.run_name(model, task, seed) for seed in range(runs.SEEDS[model])]
+            found = sum(name in committed for name in names)
+            assert cell == f"{found}/{runs.SEEDS[model]}", (model, task)
+            done, planned = done + found, planned + runs.SEEDS[model]
+    assert lines[-1] == f"{done} of the {planned} planned table runs are committed."
+    assert 0 < done <= planned
+
+
 def _test_score(table, name, metric, split="test"):
     """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl
     (split "dev": the best dev record's, the checkpoint the test record is of)."""

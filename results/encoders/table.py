@@ -57,10 +57,12 @@ DEPARTURES = {"psan": ("model.memory", "model.memory_norm"),
 
 def _named(name: str, model: str, detail: str = "") -> str:
     """A model's row name: `name`, then in parentheses `detail` and, for each recipe (runs.RECIPES)
-    that sets paper departures (DEPARTURES), the table tasks that take it and those flags."""
+    that sets paper departures (DEPARTURES), the tasks of the model that take it ("every task"
+    when all do) and those flags."""
     family = runs.MODELS[model][1]
     tasks_by_flags: dict[str, list[str]] = {}
-    for task in runs.TABLE_TASKS:
+    model_tasks = runs.MODEL_TASKS.get(model, runs.TABLE_TASKS)
+    for task in model_tasks:
         variant = runs.RECIPES.get(family, {}).get(runs.RECIPE_TASK[task])
         flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
                           for key, value in runs.SWEEP[family].get(variant, {}).items()
@@ -68,7 +70,8 @@ def _named(name: str, model: str, detail: str = "") -> str:
         if flags:
             tasks_by_flags.setdefault(flags, []).append(TASK_NAMES[task])
     notes = [detail] if detail else []
-    notes += [f"{', '.join(tasks)}: {flags}" for flags, tasks in tasks_by_flags.items()]
+    notes += [f"{'every task' if len(tasks) == len(model_tasks) else ', '.join(tasks)}: {flags}"
+              for flags, tasks in tasks_by_flags.items()]
     return f"{name} ({'; '.join(notes)})" if notes else name
 
 
@@ -233,6 +236,29 @@ def dependency_tasks_table() -> str:
     return encoders_table(runs.DEPENDENCY_TASKS)
 
 
+def progress_table() -> str:
+    """Per model and task: the committed seed runs of the table's protocol (seeds
+    0..runs.SEEDS[model]-1) over the protocol's count; — where the model does not train on the
+    task (runs.MODEL_TASKS)."""
+    tasks = tuple(runs.TASKS)
+    lines = ["| model | " + " | ".join(TASK_NAMES[task] for task in tasks) + " |",
+             "|---" * (len(tasks) + 1) + "|"]
+    done = planned = 0
+    for model in runs.MODELS:
+        cells = []
+        for task in tasks:
+            if task not in runs.MODEL_TASKS.get(model, runs.TABLE_TASKS):
+                cells.append("—")
+                continue
+            found = sum(1 for seed in range(runs.SEEDS[model])
+                        if (name := runs.run_name(model, task, seed))
+                        and (RUNS / name / "results.md").is_file())
+            done, planned = done + found, planned + runs.SEEDS[model]
+            cells.append(f"{found}/{runs.SEEDS[model]}")
+        lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} |")
+    return "\n".join([*lines, "", f"{done} of the {planned} planned table runs are committed."])
+
+
 def versus_bag_table(tasks: tuple[str, ...] = runs.TABLE_TASKS, split: str = "test") -> str:
     """Each model's mean `split` score (test, or dev at the best-dev checkpoint) minus the bag's
     over their committed seeds, per task, with the seeds behind each side."""
@@ -366,6 +392,7 @@ def transfer_table() -> str:
 TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": sweep_table,
                                         "encoders": encoders_table,
                                         "dependency_tasks": dependency_tasks_table,
+                                        "progress": progress_table,
                                         "versus_bag": versus_bag_table,
                                         "versus_bag_dev": lambda: versus_bag_table(split="dev"),
                                         "pairs": pairs_table, "diagnoses": diagnoses_table,
