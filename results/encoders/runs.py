@@ -95,7 +95,12 @@ SWEEP = {
              "lr3e-3_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer",
                              "optim.learning_rate": 3e-3},
              "lr1e-3_highway_norm": {"model.keep_prob": 1.0, "model.memory_norm": "layer",
-                                     "model.memory": "highway"}},
+                                     "model.memory": "highway"},
+             # the paper keeps the word vectors fixed (every table run fine-tunes them)
+             "lr1e-3_frozen": {"model.keep_prob": 1.0, "model.freeze_embeddings": True},
+             "lr1e-3_highway_norm_frozen": {"model.keep_prob": 1.0, "model.memory_norm": "layer",
+                                            "model.memory": "highway",
+                                            "model.freeze_embeddings": True}},
     "tree_lstm": {"lr1e-3": {}, "lr3e-3": {"optim.learning_rate": 3e-3}},
     "transformer": {
         "post_lr3e-4_scaled": {"optim.learning_rate": 3e-4, "model.scale_embeddings": True,
