@@ -50,14 +50,16 @@ TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "S
 ACCURACY = ("accuracy", "acc", 100, "{:.2f}")
 PRIMARY = {"trec": ACCURACY, "sick_r": ("pearson", "Pearson", 1, "{:.3f}"), "sick_e": ACCURACY,
            "sst2": ACCURACY, "mrpc": ACCURACY, "sst5": ACCURACY}
-# family -> the flags whose non-default values depart from its paper (the model's docstring)
-DEPARTURES = {"psan": ("model.memory", "model.memory_norm"),
-              "dependency_transformer": ("model.sentence_vector",)}
+# family -> the recipe flags named beside its rows: those whose non-default values depart from
+# its paper (the model's docstring) and, for PSAN, fixed word vectors (its paper's protocol;
+# every other recipe fine-tunes them)
+NAMED_FLAGS = {"psan": ("model.memory", "model.memory_norm", "model.freeze_embeddings"),
+               "dependency_transformer": ("model.sentence_vector",)}
 
 
 def _named(name: str, model: str, detail: str = "") -> str:
     """A model's row name: `name`, then in parentheses `detail` and, for each recipe (runs.RECIPES)
-    that sets paper departures (DEPARTURES), the tasks of the model that take it ("every task"
+    that sets flags to name (NAMED_FLAGS), the tasks of the model that take it ("every task"
     when all do) and those flags."""
     family = runs.MODELS[model][1]
     tasks_by_flags: dict[str, list[str]] = {}
@@ -66,7 +68,7 @@ def _named(name: str, model: str, detail: str = "") -> str:
         variant = runs.RECIPES.get(family, {}).get(runs.RECIPE_TASK[task])
         flags = ", ".join(f"`{key.removeprefix('model.')}={value}`"
                           for key, value in runs.SWEEP[family].get(variant, {}).items()
-                          if key in DEPARTURES.get(family, ()))
+                          if key in NAMED_FLAGS.get(family, ()))
         if flags:
             tasks_by_flags.setdefault(flags, []).append(TASK_NAMES[task])
     notes = [detail] if detail else []
@@ -128,7 +130,8 @@ def _format(task: str, value: float) -> str:
 
 
 def sweep_choices() -> dict[str, dict[str, str]]:
-    """family -> task -> the variant with the best seed-0 dev score among the sweep's runs."""
+    """family -> task -> the variant with the best seed-0 dev score among the sweep's runs (of
+    equal scores, the first in runs.SWEEP's order)."""
     choices: dict[str, dict[str, str]] = {}
     for family, variants in runs.SWEEP.items():
         for task in runs.SWEEP_TASKS:
