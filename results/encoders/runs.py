@@ -4,10 +4,10 @@ files of each finished run committed under results/encoders/runs/<run>/.
 Every run is `python -m train.main --config=train/configs/base.py:MODEL,DATASET` with the full
 GloVe 6B 50-d vocabulary (`data.embeddings=glove-6b-50d`, fine-tuned unless a recipe fixes them),
 Adam with global-norm clipping 5 and no L2, batch 64, a dev evaluation every epoch (SST-5 and the
-SST-2 phrases: every 1,000 steps) and early stopping after `PATIENCE` evaluations without a dev improvement, under a
-generous cap (`TASKS`); the best dev checkpoint is evaluated on test. Family recipes differ only
-where the sweep chose (`SWEEP`, seed 0, dev scores only; `python results/encoders/table.py
-sweep`).
+SST-2 phrases: every 1,000 steps) and early stopping after `PATIENCE` evaluations without a dev
+improvement, under a generous cap (`TASKS`); the best dev checkpoint is evaluated on test. Family
+recipes differ only where the sweep chose (`SWEEP`, seed 0, dev scores only; `python
+results/encoders/table.py sweep`).
 
   python results/encoders/runs.py sweep [--parallel 2] [--families disan,psan] [--tasks trec]
   python results/encoders/runs.py table [--parallel 2] [--models dt,tree_lstm] [--seeds 3,4]
