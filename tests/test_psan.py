@@ -292,6 +292,10 @@ def test_psan_configs(name, tiny_data_dir, tmp_path):
     assert (config.optim.name, config.optim.learning_rate, config.data.batch_size) == (
         "adadelta", 0.75, 16)
     assert config.model.freeze_embeddings and config.data.oov == "hashed"
+    # the pair tasks learn with the two named deviations on; every other task is the paper's
+    pair_task = name in ("psan_sick_e", "psan_sick_r")
+    assert (config.model.memory_norm, config.model.memory) == (
+        ("layer", "highway") if pair_task else ("none", "gated"))
     gold = config.task.dataset in ("snli", "sst5_phrases", "sst2_trees")
     assert config.model.parser == "auto"  # resolved once the dataset is final (overrides)
     check_config(config)
