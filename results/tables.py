@@ -213,6 +213,12 @@ PSAN_SEEDS = (
     ("SICK-R", "pearson", "SICK-R (Pearson)", "`memory_norm=layer`, keep 1.0, 10 epochs",
      PSAN_RUNS, "psan_norm_sick_r"),
     ("SICK-R", "mse", "SICK-R (MSE)", "the same runs", PSAN_RUNS, "psan_norm_sick_r"),
+    ("SICK-R", "pearson", "SICK-R (Pearson)", "`glove-6b-50d`, the paper's setting (Adadelta "
+     "0.75, batch 16, keep 0.5, fixed vectors) with `memory_norm=layer`, `memory=highway`",
+     PSAN_RUNS, "psan_paper_setting_sick_r"),
+    ("SICK-R", "pearson", "SICK-R (Pearson)", "`glove-6b-50d`, `psan_sick_r.py` as it is (the "
+     "same flags, Adam 1e-3, batch 64, keep 1.0, fixed vectors)", PSAN_RUNS,
+     "psan_pair_config_sick_r"),
     ("SST-5", "accuracy", "SST-5 (acc)", "gold SST trees, keep 1.0, 8,000 steps",
      ENCODER_RUNS, "psan_sst5"),
 )
