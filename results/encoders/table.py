@@ -174,12 +174,17 @@ def _cell(values: list[float], task: str) -> str:
             f"{_format(task, statistics.stdev(values))}")
 
 
-def seeded_runs(model: str, task: str) -> dict[int, dict]:
-    """seed -> the committed run of `model` on `task` at its recipe (seed 0 of a sweep model on
-    a sweep task is the chosen sweep run: runs.run_name)."""
+def committed_names(model: str, task: str) -> dict[int, str]:
+    """seed -> the name of the committed run of `model` on `task` at its recipe (seed 0 of a
+    sweep model on a sweep task is the chosen sweep run: runs.run_name)."""
     names = {seed: runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)}
-    return {seed: _run(RUNS / name) for seed, name in names.items()
+    return {seed: name for seed, name in names.items()
             if name is not None and (RUNS / name / "results.md").is_file()}
+
+
+def seeded_runs(model: str, task: str) -> dict[int, dict]:
+    """seed -> the committed run of `model` on `task` at its recipe (committed_names)."""
+    return {seed: _run(RUNS / name) for seed, name in committed_names(model, task).items()}
 
 
 def seed_runs(model: str, task: str) -> list[dict]:
@@ -253,9 +258,7 @@ def progress_table() -> str:
             if task not in runs.MODEL_TASKS.get(model, runs.TABLE_TASKS):
                 cells.append("—")
                 continue
-            found = sum(1 for seed in range(runs.SEEDS[model])
-                        if (name := runs.run_name(model, task, seed))
-                        and (RUNS / name / "results.md").is_file())
+            found = sum(seed < runs.SEEDS[model] for seed in committed_names(model, task))
             done, planned = done + found, planned + runs.SEEDS[model]
             cells.append(f"{found}/{runs.SEEDS[model]}")
         lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} |")
@@ -373,9 +376,7 @@ def dev_noise_table(task: str = "trec") -> str:
              "evaluations after the best, mean | dev after the best, mean |",
              "|---|---|---|---|---|"]
     for model in runs.MODELS:
-        found = [runs.run_name(model, task, seed) for seed in range(MAX_SEEDS)
-                 if (run := runs.run_name(model, task, seed))
-                 and (RUNS / run / "results.md").is_file()]
+        found = list(committed_names(model, task).values())
         if len(found) < 2:
             continue
         changes = [change for run in found for change in dev_changes(run, task)]
