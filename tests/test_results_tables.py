@@ -307,6 +307,9 @@ def _planned(table):
     return plan
 
 
+_MISSING = object()
+
+
 def test_every_committed_run_was_trained_with_its_planned_flags(table):
     """A committed run's config.json holds every flag of the command its name stands for today,
     and the defaults of the keys the other sweep variants of its family set (a recipe chosen
@@ -330,7 +333,11 @@ def test_every_committed_run_was_trained_with_its_planned_flags(table):
         for key in set(flags) | swept.get(family, set()):
             section, field = key.split(".", 1)
             expected = flags.get(key, str(defaults[section][field]))
-            trained = config[section].get(field, defaults[section][field])
+            trained = config[section]
+            for part in field.split("."):  # task.head.activation: a nested section
+                trained = trained.get(part, _MISSING) if isinstance(trained, dict) else _MISSING
+            if trained is _MISSING:
+                trained = defaults[section][field]
             assert str(trained) == expected, (folder.name, key)
         checked += 1
     assert checked
