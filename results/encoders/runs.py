@@ -159,7 +159,10 @@ RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "
 # Dependency-Transformer and its ablation with the paper's [root] sentence vector, beside their
 # table runs at the chosen mean of the word nodes. PSAN on the pair tasks with its word vectors
 # fine-tuned (as every other model's), beside its table runs with them fixed (the paper's
-# protocol, which the SICK-R sweep chose).
+# protocol, which the SICK-R sweep chose). The bag, the Tree-LSTM and the Dependency-Transformer
+# on MRPC with their word vectors fixed, beside their table runs that fine-tune them: on MRPC's
+# 3,668 training pairs every fine-tuned model is below a linear classifier on fixed bag vectors
+# (mrpc_baselines.py).
 DIAGNOSES = {
     **{f"diag_{model}_{task}_s{seed}_root": (model, task, seed, {"model.sentence_vector": "root"})
        for model, task, seed in (("dt", "trec", 1), ("dt", "trec", 2), ("dt_plain", "trec", 0),
@@ -172,6 +175,8 @@ DIAGNOSES = {
                           ("sick_e", 2))},
     "diag_transformer_trec_s0_split1": ("transformer", "trec", 0, {"task.split_seed": 1}),
     "diag_transformer_trec_s1_split0": ("transformer", "trec", 1, {"task.split_seed": 0}),
+    **{f"diag_{model}_mrpc_s{seed}_frozen": (model, "mrpc", seed, {"model.freeze_embeddings": True})
+       for seed in (0, 1, 2) for model in ("bag", "tree_lstm", "dt")},
 }
 
 

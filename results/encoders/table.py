@@ -14,6 +14,8 @@ in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
   versus_bag  each model's mean test score minus the bag's, per task (seeds on each side)
   pairs     the Dependency-Transformer minus its `variant=transformer` ablation and minus the
             Tree-LSTM, test score seed by seed (`PAIRS`), with their mean ± std
+  mrpc_baselines  MRPC test accuracy seed by seed: the linear classifiers of mrpc_baselines.py
+            (results/encoders/mrpc_baselines.json), the trained runs and their best-dev steps
   transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
             from results/transfer/bag_glove-6b-50d/results.json (`eval.transfer`)
 
@@ -43,6 +45,7 @@ from results.encoders import runs  # noqa: E402
 
 RUNS = HERE / "runs"
 TRANSFER = REPO / "results" / "transfer" / "bag_glove-6b-50d" / "results.json"
+MRPC_BASELINES = HERE / "mrpc_baselines.json"
 DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md", HERE / "README.md")
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
               "mrpc": "MRPC", "sst5": "SST-5"}
@@ -388,6 +391,54 @@ def dev_noise_table(task: str = "trec") -> str:
     return "\n".join(lines)
 
 
+def _seed_row(label: str, scores: dict[int, float], steps: dict[int, str] | None = None) -> str:
+    """One row of the MRPC baselines table: test accuracy (%) per seed 0-4, mean ± std, and
+    the best-dev step of each seed's run (trained rows)."""
+    cells = [f"{scores[seed]:.2f}" if seed in scores else "—" for seed in range(5)]
+    values = list(scores.values())
+    spread = f"{statistics.mean(values):.2f}" + (
+        f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+    best_steps = ", ".join(steps[seed] for seed in sorted(steps)) if steps else "—"
+    return f"| {label} | {' | '.join(cells)} | {spread} | {best_steps} |"
+
+
+def _trained_row(label: str, by_seed: dict[int, dict]) -> str:
+    """`_seed_row` of trained runs (seed -> `_run`): test accuracy and best-dev step."""
+    return _seed_row(label, {seed: 100 * run["test"]["accuracy"] for seed, run in by_seed.items()},
+                     {seed: str(run["step"]) for seed, run in by_seed.items()})
+
+
+def mrpc_baselines_table() -> str:
+    """MRPC test accuracy seed by seed: the linear classifiers of mrpc_baselines.py (word
+    overlap; the untrained bag's pair features) on the split each seed carves, the table runs of
+    the models that train on MRPC, and the diagnosis runs of runs.DIAGNOSES with the word
+    vectors fixed."""
+    baselines = json.loads(MRPC_BASELINES.read_text())
+    majority = f"{baselines['majority_test']:.2f}"
+    lines = ["| MRPC test accuracy | s0 | s1 | s2 | s3 | s4 | mean ± std "
+             "| best-dev step per seed |",
+             "|---" * 8 + "|",
+             f"| majority class (paraphrase; one test set) | {majority} | {majority} | {majority} "
+             f"| {majority} | {majority} | {majority} | — |"]
+    for name, label in (("overlap", "word overlap (5 numbers), logistic regression"),
+                        ("untrained_bag", "bag of glove-6b-50d, untrained (pair features "
+                                          "abs(u - v), u * v), logistic regression")):
+        lines.append(_seed_row(label, {int(seed): row["test"]
+                                       for seed, row in baselines["baselines"][name].items()}))
+    for model in runs.DEPENDENCY_MODELS:
+        lines.append(_trained_row(f"{HEADLINE[model][0]} (trained, word vectors fine-tuned)",
+                                  seeded_runs(model, "mrpc")))
+    for model in runs.DEPENDENCY_MODELS:
+        frozen = {seed: _run(RUNS / name) for name, (diag_model, task, seed, flags)
+                  in runs.DIAGNOSES.items()
+                  if (diag_model, task) == (model, "mrpc") and flags.get("model.freeze_embeddings")
+                  and (RUNS / name / "results.md").is_file()}
+        if frozen:
+            lines.append(_trained_row(f"{HEADLINE[model][0]} (trained, word vectors fixed: "
+                                      "`model.freeze_embeddings=True`)", frozen))
+    return "\n".join(lines)
+
+
 def transfer_table() -> str:
     """The results table of `eval.transfer`'s report (ours beside the papers' numbers)."""
     return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
@@ -402,6 +453,7 @@ TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": swe
                                         "pairs": pairs_table, "diagnoses": diagnoses_table,
                                         "dev_noise": dev_noise_table,
                                         "dev_noise_sick_r": lambda: dev_noise_table("sick_r"),
+                                        "mrpc_baselines": mrpc_baselines_table,
                                         "transfer": transfer_table}
 
 

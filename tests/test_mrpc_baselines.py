@@ -1,0 +1,63 @@
+"""results/encoders/mrpc_baselines.py: the word-overlap features against pairs worked by hand,
+and the committed baseline numbers against a recomputation on the shared MRPC files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxenc.data.records import Sentence
+
+
+@pytest.fixture(scope="module")
+def baselines(load_script):
+    return load_script("results/encoders/mrpc_baselines.py", "mrpc_baselines")
+
+
+def _sentence(text: str) -> Sentence:
+    return Sentence(tokens=tuple(text.split()))
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    # words: the cat sat on 3 mats / a cat sat on 4 mats; shared cat sat on mats (4 of 6 each);
+    # bigrams: cat-sat, sat-on shared of 8 distinct; lengths 6 and 6; numbers {3} vs {4}
+    ("The cat sat on 3 mats .", "A cat sat on 4 mats", [4 / 6, 4 / 6, 2 / 8, 1.0, 0.0]),
+    # case folded, repeats counted once as words but in the length; no numbers on either side
+    ("Dogs bark , dogs bark", "dogs", [1 / 2, 1.0, 0.0, 1 / 4, 1.0]),
+    # punctuation only: no words, nothing shared, no division by zero
+    (". ,", "Yes !", [0.0, 0.0, 0.0, 0.0, 1.0]),
+    # the same numbers in a different order
+    ("rose 5 % to 12", "12 and 5 %", [2 / 4, 2 / 3, 0.0, 3 / 4, 1.0]),
+])
+def test_overlap_features_match_pairs_counted_by_hand(baselines, first, second, expected):
+    features = baselines.overlap_features(_sentence(first), _sentence(second))
+    assert features.dtype == np.float32
+    np.testing.assert_allclose(features, expected, rtol=1e-6)
+
+
+def test_overlap_features_are_finite_for_two_empty_sentences(baselines):
+    features = baselines.overlap_features(_sentence("."), _sentence("?"))
+    assert np.all(np.isfinite(features)) and features.tolist() == [0, 0, 0, 0, 1]
+
+
+def test_committed_overlap_baseline_is_recomputed_from_the_shared_files(baselines, data_root):
+    committed = json.loads(baselines.OUT.read_text())
+    fresh = baselines.evaluate(seeds=[0], data_dir=str(data_root), names=["overlap"])
+    assert fresh["majority_test"] == committed["majority_test"]
+    assert fresh["features"] == committed["features"]
+    row, expected = fresh["baselines"]["overlap"]["0"], committed["baselines"]["overlap"]["0"]
+    assert row["l2"] == expected["l2"]
+    assert row["dev"] == pytest.approx(expected["dev"], abs=0.01)
+    assert row["test"] == pytest.approx(expected["test"], abs=0.01)
+
+
+def test_each_seed_carves_the_dev_split_of_the_table_runs(baselines, data_root):
+    """The baselines' seed-s dev split is the one the table runs of seed s read: the same size
+    for every seed, different pairs for different seeds, train and dev disjoint."""
+    splits = [baselines.seed_splits(seed, str(data_root)) for seed in (0, 1)]
+    uids = [{example.uid for example in split["dev"]} for split in splits]
+    assert len(uids[0]) == len(uids[1]) == len(splits[0]["dev"]) > 0
+    assert uids[0] != uids[1]
+    assert not uids[0] & {example.uid for example in splits[0]["train"]}
