@@ -162,7 +162,8 @@ RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "
 # protocol, which the SICK-R sweep chose). The bag, the Tree-LSTM and the Dependency-Transformer
 # on MRPC with their word vectors fixed, beside their table runs that fine-tune them: on MRPC's
 # 3,668 training pairs every fine-tuned model is below a linear classifier on fixed bag vectors
-# (mrpc_baselines.py).
+# (mrpc_baselines.py). The Transformer on SST-5 with its SICK-R recipe's pre-LayerNorm and
+# scaled embeddings, beside its table runs at TREC's post-LayerNorm recipe.
 DIAGNOSES = {
     **{f"diag_{model}_{task}_s{seed}_root": (model, task, seed, {"model.sentence_vector": "root"})
        for model, task, seed in (("dt", "trec", 1), ("dt", "trec", 2), ("dt_plain", "trec", 0),
@@ -175,6 +176,8 @@ DIAGNOSES = {
                           ("sick_e", 2))},
     "diag_transformer_trec_s0_split1": ("transformer", "trec", 0, {"task.split_seed": 1}),
     "diag_transformer_trec_s1_split0": ("transformer", "trec", 1, {"task.split_seed": 0}),
+    "diag_transformer_sst5_s0_pre": ("transformer", "sst5", 0,
+                                     {"model.layer_norm": "pre", "model.scale_embeddings": True}),
     **{f"diag_{model}_mrpc_s{seed}_frozen": (model, "mrpc", seed, {"model.freeze_embeddings": True})
        for seed in (0, 1, 2) for model in ("bag", "tree_lstm", "dt")},
 }
