@@ -61,3 +61,32 @@ def test_each_seed_carves_the_dev_split_of_the_table_runs(baselines, data_root):
     assert len(uids[0]) == len(uids[1]) == len(splits[0]["dev"]) > 0
     assert uids[0] != uids[1]
     assert not uids[0] & {example.uid for example in splits[0]["train"]}
+
+
+def _results_md_test_accuracy(path) -> float:
+    """Test accuracy (%) from a run's results.md row, read by column name."""
+    header, row = ([cell.strip() for cell in line.strip().strip("|").split("|")]
+                   for line in path.read_text().splitlines() if line.startswith("| "))
+    return 100 * float(dict(zip(header, row, strict=True))["test accuracy"])
+
+
+def test_trained_rows_are_the_committed_mrpc_runs_seed_by_seed(load_script):
+    table = load_script("results/encoders/table.py", "encoder_table")
+    rows = {line.split(" | ")[0].lstrip("| "): line.strip("|").split(" | ")[1:]
+            for line in table.mrpc_baselines_table().splitlines()[2:]}
+    runs_dir = table.RUNS
+    for label, model in (("Tree-LSTM (trained, word vectors fine-tuned)", "tree_lstm"),
+                         ("bag of embeddings (trained, word vectors fine-tuned)", "bag")):
+        cells = [cell.strip() for cell in rows[label]]
+        folders = {seed: runs_dir / f"{model}_mrpc_s{seed}" for seed in range(5)}
+        expected = {seed: _results_md_test_accuracy(folder / "results.md")
+                    for seed, folder in folders.items() if folder.is_dir()}
+        assert expected, f"no committed {model} MRPC run"
+        for seed in range(5):
+            assert cells[seed] == (f"{expected[seed]:.2f}" if seed in expected else "—")
+        assert cells[5].startswith(f"{np.mean(list(expected.values())):.2f}")
+    baselines = json.loads((runs_dir.parent / "mrpc_baselines.json").read_text())
+    overlap = [cell.strip() for cell in
+               rows["word overlap (5 numbers), logistic regression"]]
+    assert overlap[:5] == [f"{baselines['baselines']['overlap'][str(seed)]['test']:.2f}"
+                           for seed in range(5)]
