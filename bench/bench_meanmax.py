@@ -7,7 +7,8 @@ sentences padded to the config's bucket lengths, their lengths drawn from a corp
 sentences of 4..32 tokens (the word ids are random: the cost does not depend on them); every
 bucket is compiled before the clock starts, then `steps` steps run with buckets in the corpus's
 proportions. Reported: sentences/s (wall), process CPU seconds per sentence (less sensitive to
-a shared machine) and the load average, to judge the wall rate by.
+a shared machine) and the load average, to judge the wall rate by; `--out` also writes them as a
+one-row markdown table (results/meanmax_aae/bench_{small,paper}.md, read by results/tables.py).
 
     python -m bench.bench_meanmax --config=small --corpus=corpus.txt --steps=60
     python -m bench.bench_meanmax --config=paper --corpus=corpus.txt --steps=3 --vocab=21583 \
@@ -17,8 +18,10 @@ a shared machine) and the load average, to judge the wall rate by.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib
 import os
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bucket", type=int, default=0,
                         help="time this bucket only, with the corpus's sentences that fit it "
                              "(one compilation: for big configs); default: every bucket")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the measurement as a one-row markdown table here")
     args = parser.parse_args(argv)
     config = importlib.import_module(f"train.configs.meanmax_aae_{args.config}").get_config()
     vocab = args.vocab or 4166
@@ -106,15 +111,35 @@ def main(argv: list[str] | None = None) -> None:
     wall, cpu = timed(run)
     sentences = args.steps * data.batch_size
     rate = sentences / wall
+    load = os.getloadavg()[0]
     shares = {int(b): round(float(s), 3) for b, s in zip(buckets, share, strict=True)}
+    used = [int(b) for b, s in zip(buckets, share, strict=True) if s > 0]
     print(f"meanmax_aae {args.config}: d_m {config.model.model_dim}, d_f {config.model.ff_dim}, "
           f"{config.model.num_heads} heads, embed {config.model.embed_dim}, vocabulary {vocab}, "
           f"batch {data.batch_size}; bucket shares {shares}")
     print(f"{args.steps} steps in {wall:.1f} s: {rate:.1f} sentences/s, "
           f"{cpu / sentences * 1000:.1f} CPU ms per sentence (load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {jax.devices()[0].platform})")
-    print(f"70M sentences (one epoch of the paper's corpus) at this rate: "
-          f"{PAPER_SENTENCES / rate / 3600:.0f} hours")
+          f"{load:.1f} on {os.cpu_count()} cores, {jax.devices()[0].platform})")
+    hours = PAPER_SENTENCES / rate / 3600
+    print(f"70M sentences (one epoch of the paper's corpus) at this rate: {hours:.0f} hours")
+    if args.out:
+        lengths_cell = (f"all {used[0]} tokens" if len(used) == 1
+                        else f"the corpus's bucket mix ({used[0]}-{used[-1]})")
+        report = {
+            "config": f"`meanmax_aae_{args.config}.py`",
+            "d_m / d_f / heads, embeddings, vocabulary":
+                f"{config.model.model_dim} / {config.model.ff_dim} / {config.model.num_heads}, "
+                f"{config.model.embed_dim}-d, {vocab:,}",
+            "batch lengths": lengths_cell, "steps": str(args.steps),
+            "sentences/s (wall)": f"{rate:.1f}",
+            "CPU ms per sentence": f"{cpu / sentences * 1000:.1f}",
+            "load average, cores": f"{load:.1f}, {os.cpu_count()} {jax.devices()[0].platform}",
+            "date": datetime.date.today().isoformat(),
+            "one epoch of 70M sentences at this wall rate":
+                f"{hours:,.0f} hours ({hours / 24:,.0f} days)",
+        }
+        args.out.write_text("| " + " | ".join(report) + " |\n|" + "---|" * len(report) + "\n| "
+                            + " | ".join(report.values()) + " |\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
