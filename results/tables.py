@@ -25,6 +25,14 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                of the same runs
   dt_epoch     results/dependency_transformer: one SICK-E epoch per model, the report
                results/dependency_transformer/epoch_sick_e.md that `bench.bench_epoch --out` wrote
+  aae_transfer results/meanmax_aae: the small Mean-Max AAE's transfer scores beside the bag of the
+               same word vectors and the paper's; from results/meanmax_aae/transfer_small_meanmax.md
+               and results/transfer/bag_glove-subsets/results.md (`eval.transfer` reports)
+  aae_pooling  results/meanmax_aae: mean + max, mean-only and max-only pooling, transfer and
+               held-out reconstruction beside the paper's Table 3; from
+               results/meanmax_aae/{train,transfer}_small_<pooling>.md
+  aae_bench    results/meanmax_aae: the train step's throughput of the small and the paper config;
+               from results/meanmax_aae/bench_{small,paper}.md (`bench.bench_meanmax --out`)
   sst5         results/encoders: SST-5 test and dev accuracy, mean ± std over seeds; from
                results/encoders/runs/<model>_sst5_s<seed>.md
   sst5_runs    results/encoders: the rows of those run files
@@ -56,6 +64,8 @@ ENCODER_RUNS = RESULTS / "encoders" / "runs"
 PSAN_RUNS = RESULTS / "psan" / "runs"
 PT_RUNS = RESULTS / "phrase_transformer" / "runs"
 EPOCH_REPORT = RESULTS / "dependency_transformer" / "epoch_sick_e.md"
+AAE_RUNS = RESULTS / "meanmax_aae"
+AAE_BAG = RESULTS / "transfer" / "bag_glove-subsets" / "results.md"
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
 SEED = re.compile(r"_s(\d+)$")
@@ -404,6 +414,77 @@ def psan_table5_table() -> str:
                      "acc (paper)", "memory MB (paper)"], rows)
 
 
+# --- results/meanmax_aae -----------------------------------------------------------------------
+
+# The transfer tasks of an `eval.transfer` report in its row order, and the average row.
+AAE_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "SST5", "TREC", "MRPC", "SICKE", "SICKR")
+AAE_AVERAGE = "macro/micro acc, 8 tasks"
+# pooling -> label, and Zhang et al. (2018) Table 3 (mean-max AAE: also Table 1) per task: MRPC
+# accuracy/F1, SICK-R Pearson, the macro average over the 8 tasks; SST-5 is not reported
+AAE_POOLINGS = {"meanmax": ("mean + max", "mean-max AAE (paper)"),
+                "mean": ("mean only", "mean AAE (paper)"), "max": ("max only", "max AAE (paper)")}
+AAE_TABLE3 = {
+    "meanmax": dict(MR="78.7", CR="82.3", SUBJ="93.4", MPQA="88.8", SST2="83.8", SST5=DASH,
+                    TREC="91.4", MRPC="75.5/82.6", SICKE="83.5", SICKR="0.854", macro="84.7"),
+    "mean": dict(MR="78.6", CR="81.6", SUBJ="93.3", MPQA="88.6", SST2="83.5", SST5=DASH,
+                 TREC="90.2", MRPC="74.8/82.3", SICKE="82.2", SICKR="0.851", macro="84.1"),
+    "max": dict(MR="78.6", CR="81.4", SUBJ="93.1", MPQA="88.7", SST2="82.8", SST5=DASH,
+                TREC="90.6", MRPC="75.1/82.5", SICKE="82.2", SICKR="0.851", macro="84.1"),
+}
+
+
+def transfer_scores(path: Path, column: str = "ours") -> dict[str, str]:
+    """task (and AAE_AVERAGE) -> a cell of an `eval.transfer` report's results table: "ours", or
+    a paper's column that the report prints beside it (jaxenc.evaluation.paper_results)."""
+    return {r["task"]: r[column] for r in read_rows(path)}
+
+
+def _first_number(cell: str) -> float | None:
+    """The leading number of a transfer cell ("71.0/79.2" -> 71.0); None for "—"."""
+    return None if cell == DASH else value(cell.split("/")[0])
+
+
+def aae_transfer_table() -> str:
+    """The small mean-max AAE against the bag of its own word vectors, beside the paper's
+    Table 1 row as the AAE's report prints it; the better measured cell of a row in bold."""
+    report = AAE_RUNS / "transfer_small_meanmax.md"
+    ours, paper = transfer_scores(report), transfer_scores(report, "Mean-Max AAE")
+    bag = transfer_scores(AAE_BAG)
+    rows = []
+    for task in (*AAE_TASKS, AAE_AVERAGE):
+        measured = [ours[task], bag[task]]
+        rows.append([task, *bold_best(measured, [_first_number(cell) for cell in measured]),
+                     paper[task]])
+    return markdown(["task", "Mean-Max AAE small (ours)", "bag, same vectors",
+                     "Mean-Max AAE (paper)"], rows)
+
+
+def aae_pooling_table() -> str:
+    """Transfer scores and held-out reconstruction (token accuracy / perplexity / greedy BLEU on
+    the held-out test sentences) of the three poolings, beside Table 3."""
+    transfer = {p: transfer_scores(AAE_RUNS / f"transfer_small_{p}.md") for p in AAE_POOLINGS}
+    trained = {p: row(AAE_RUNS / f"train_small_{p}.md") for p in AAE_POOLINGS}
+    rows = [[task, *(transfer[p][task] for p in AAE_POOLINGS),
+             *(AAE_TABLE3[p][task] for p in AAE_POOLINGS)] for task in AAE_TASKS]
+    rows.append(["macro acc., 8 tasks", *(transfer[p][AAE_AVERAGE].split("/")[0]
+                                          for p in AAE_POOLINGS),
+                 *(AAE_TABLE3[p]["macro"] for p in AAE_POOLINGS)])
+    rows.append(["held-out reconstruction acc. / perplexity / greedy BLEU (test)",
+                 *(f"{value(r['test accuracy']):.3f} / {r['test perplexity']} / {r['test bleu']}"
+                   for r in trained.values()), DASH, DASH, DASH])
+    rows.append(["train s (steps, best)",
+                 *(f"{r['train s']} ({r['steps']}, {r['best step']})" for r in trained.values()),
+                 DASH, DASH, DASH])
+    return markdown(["task", *(ours for ours, _ in AAE_POOLINGS.values()),
+                     *(paper for _, paper in AAE_POOLINGS.values())], rows)
+
+
+def aae_bench_table() -> str:
+    """The rows of the `bench.bench_meanmax --out` reports, small config first."""
+    reports = [row(AAE_RUNS / f"bench_{config}.md") for config in ("small", "paper")]
+    return markdown(list(reports[0]), [list(r.values()) for r in reports])
+
+
 # --- results/encoders --------------------------------------------------------------------------
 
 SST5_MODELS = {"transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
@@ -443,6 +524,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
     "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
+    "aae_transfer": aae_transfer_table, "aae_pooling": aae_pooling_table,
+    "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
 }
 PAGES = {
@@ -455,6 +538,9 @@ PAGES = {
     "pt_multi30k": RESULTS / "phrase_transformer" / "README.md",
     "pt_cost": RESULTS / "phrase_transformer" / "README.md",
     "dt_epoch": RESULTS / "dependency_transformer" / "README.md",
+    "aae_transfer": AAE_RUNS / "README.md",
+    "aae_pooling": AAE_RUNS / "README.md",
+    "aae_bench": AAE_RUNS / "README.md",
     "sst5": RESULTS / "encoders" / "README.md",
     "sst5_runs": RESULTS / "encoders" / "README.md",
 }
@@ -462,7 +548,7 @@ PAGES = {
 DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psan" / "README.md",
                                  RESULTS / "phrase_transformer" / "README.md",
                                  RESULTS / "dependency_transformer" / "README.md",
-                                 RESULTS / "encoders" / "README.md"]))
+                                 AAE_RUNS / "README.md", RESULTS / "encoders" / "README.md"]))
 
 
 def rewritten(text: str, document: Path | None = None) -> str:

@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["results/disan/README.md", "results/psan/README.md",
          "results/phrase_transformer/README.md", "results/dependency_transformer/README.md",
-         "results/encoders/README.md"]
+         "results/meanmax_aae/README.md", "results/encoders/README.md"]
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 ANY_MARKED = re.compile(r"<!-- (tables?)\.py: \w+ -->\n.*?<!-- /\1\.py -->", re.DOTALL)
 # A cell that is a number, or numbers joined by ± / = - and the like, with an optional unit or a
@@ -118,3 +118,12 @@ def test_run_files_are_read_as_written(tables):
     # a prefix does not take a longer run name's files (psan_trec vs psan_norm_trec, dt vs dt_plain)
     assert all(path.stem.startswith("dt_sst5_s")
                for path in tables.seeded(tables.ENCODER_RUNS, "dt_sst5").values())
+
+
+def test_the_aae_table3_transcription_agrees_with_table1(tables):
+    """Table 3's mean-max AAE row is Table 1's (printed by eval.transfer beside our scores)."""
+    printed = tables.transfer_scores(tables.AAE_RUNS / "transfer_small_meanmax.md", "Mean-Max AAE")
+    table3 = tables.AAE_TABLE3["meanmax"]
+    assert {task: table3[task] for task in tables.AAE_TASKS} == {
+        task: printed[task] for task in tables.AAE_TASKS}
+    assert printed[tables.AAE_AVERAGE].split("/")[0] == table3["macro"]
