@@ -169,7 +169,9 @@ RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "
 # on fixed bag vectors (mrpc_baselines.py). The Transformer on SST-5 with its SICK-R recipe's
 # pre-LayerNorm and scaled embeddings, beside its table runs at TREC's post-LayerNorm recipe. DiSAN
 # on SST-5 at seed 2 with a patience of 10 evaluations, beside its table run, which stopped 5
-# evaluations after a dev peak at step 2,000 (its other seeds peak at 10,000-14,000).
+# evaluations after a dev peak at step 2,000 (its other seeds peak at 10,000-14,000). PSAN on SST-5
+# at seed 1 with a patience of 10, beside its table run, which stopped 5 evaluations after a dev
+# peak at step 4,000 (seed 0 peaks at 11,000).
 DIAGNOSES = {
     **{f"diag_{model}_{task}_s{seed}_root": (model, task, seed, {"model.sentence_vector": "root"})
        for model, task, seed in (("dt", "trec", 1), ("dt", "trec", 2), ("dt_plain", "trec", 0),
@@ -189,6 +191,7 @@ DIAGNOSES = {
     "diag_dt_sst5_s0_lr1e-3_warmup": ("dt", "sst5", 0, {"optim.learning_rate": 1e-3,
                                                         "optim.warmup_steps": 500}),
     "diag_disan_sst5_s2_patience10": ("disan", "sst5", 2, {"train.patience": 10}),
+    "diag_psan_sst5_s1_patience10": ("psan", "sst5", 1, {"train.patience": 10}),
     **{f"diag_{model}_mrpc_s{seed}_frozen": (model, "mrpc", seed, {"model.freeze_embeddings": True})
        for seed in (0, 1, 2) for model in ("bag", "tree_lstm", "dt")},
 }
