@@ -205,9 +205,11 @@ def _data_folder(task: str, data_root: Path) -> Path:
 
 
 def _missing_data(task: str, data_root: Path) -> str | None:
-    """Why the task cannot run (its folder is absent), or None."""
+    """Why the task cannot run (its folder is absent), or None. The folder is named relative to
+    the data root, so a committed report names no machine's folders."""
     folder = _data_folder(task, data_root)
-    return None if folder.is_dir() else f"no data ({folder} not found)"
+    where = folder.relative_to(data_root).as_posix()
+    return None if folder.is_dir() else f"no data ({where} not found in the data root)"
 
 
 def check_data(tasks: Sequence[str], data_root: Path) -> None:
