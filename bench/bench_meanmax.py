@@ -34,6 +34,7 @@ from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL
 from jaxenc.models.registry import build_encoder
 from jaxenc.tasks.tasks import build_task
 from jaxenc.training.optim import build_optimizer
+from jaxenc.training.report import markdown_table
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
 from jaxenc.training.steps import make_train_step
@@ -113,7 +114,6 @@ def main(argv: list[str] | None = None) -> None:
     rate = sentences / wall
     load = os.getloadavg()[0]
     shares = {int(b): round(float(s), 3) for b, s in zip(buckets, share, strict=True)}
-    used = [int(b) for b, s in zip(buckets, share, strict=True) if s > 0]
     print(f"meanmax_aae {args.config}: d_m {config.model.model_dim}, d_f {config.model.ff_dim}, "
           f"{config.model.num_heads} heads, embed {config.model.embed_dim}, vocabulary {vocab}, "
           f"batch {data.batch_size}; bucket shares {shares}")
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     hours = PAPER_SENTENCES / rate / 3600
     print(f"70M sentences (one epoch of the paper's corpus) at this rate: {hours:.0f} hours")
     if args.out:
+        used = [bucket for bucket, part in shares.items() if part > 0]
         lengths_cell = (f"all {used[0]} tokens" if len(used) == 1
                         else f"the corpus's bucket mix ({used[0]}-{used[-1]})")
         report = {
@@ -138,8 +139,7 @@ def main(argv: list[str] | None = None) -> None:
             "one epoch of 70M sentences at this wall rate":
                 f"{hours:,.0f} hours ({hours / 24:,.0f} days)",
         }
-        args.out.write_text("| " + " | ".join(report) + " |\n|" + "---|" * len(report) + "\n| "
-                            + " | ".join(report.values()) + " |\n", encoding="utf-8")
+        args.out.write_text(markdown_table([report]) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -208,8 +208,9 @@ def _missing_data(task: str, data_root: Path) -> str | None:
     """Why the task cannot run (its folder is absent), or None. The folder is named relative to
     the data root, so a committed report names no machine's folders."""
     folder = _data_folder(task, data_root)
-    where = folder.relative_to(data_root).as_posix()
-    return None if folder.is_dir() else f"no data ({where} not found in the data root)"
+    if folder.is_dir():
+        return None
+    return f"no data ({folder.relative_to(data_root).as_posix()} not found in the data root)"
 
 
 def check_data(tasks: Sequence[str], data_root: Path) -> None:
