@@ -341,3 +341,24 @@ def test_every_committed_run_was_trained_with_its_planned_flags(table):
             assert str(trained) == expected, (folder.name, key)
         checked += 1
     assert checked
+
+
+def test_collect_copies_planned_runs_and_names_other_folders(table, tmp_path, monkeypatch, capsys):
+    runs = table.runs
+    name = "bag_trec_s1"
+    assert name in runs.planned_names()
+    source, stray = tmp_path / "runs" / name, tmp_path / "runs" / "transfer_report"
+    for folder in (source, stray):
+        folder.mkdir(parents=True)
+        (folder / "results.md").write_text(f"# {folder.name}\n")
+    (source / "config.json").write_text("{}\n")
+    (source / "metrics.jsonl").write_text('{"step": 1, "split": "train", "loss": 1.0}\n'
+                                          '{"step": 1, "split": "dev", "accuracy": 0.5}\n')
+    monkeypatch.setenv("RUNS", str(tmp_path / "runs"))
+    monkeypatch.setattr(runs, "REPO", tmp_path)
+    monkeypatch.setattr(runs, "COMMITTED", tmp_path / "committed")
+    runs.collect()
+    assert sorted(p.name for p in (tmp_path / "committed").iterdir()) == [name]
+    assert (tmp_path / "committed" / name / "metrics.jsonl").read_text() == (
+        '{"step": 1, "split": "dev", "accuracy": 0.5}\n')
+    assert f"skipped {stray}: not a run of runs.py's plans" in capsys.readouterr().out

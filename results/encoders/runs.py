@@ -286,11 +286,22 @@ def queue(plan: dict[str, list[str]], parallel: int) -> None:
             print(line, flush=True)
 
 
+def planned_names() -> set[str]:
+    """The name of every run this script plans: the sweep's, the table's and the diagnoses'."""
+    return {*sweep_plan(list(SWEEP), list(SWEEP_TASKS)),
+            *table_plan(list(MODELS), [*TABLE_TASKS, *DEPENDENCY_TASKS]), *diagnosis_plan()}
+
+
 def collect() -> None:
     """Each finished run's results.md, config.json and dev / test metric records (no train
-    records, no checkpoints) into results/encoders/runs/<run>/."""
+    records, no checkpoints) into results/encoders/runs/<run>/; a folder of $RUNS that is no
+    planned run (another script's output) is named and left."""
+    planned = planned_names()
     for results in sorted(runs_root().glob("*/results.md")):
         source, target = results.parent, COMMITTED / results.parent.name
+        if source.name not in planned:
+            print(f"skipped {source}: not a run of runs.py's plans")
+            continue
         target.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(results, target / "results.md")
         shutil.copyfile(source / "config.json", target / "config.json")
