@@ -69,10 +69,12 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     source = read_description(out)["source"]
     vectors = exported.encode(list(sentences), show_progress_bar=False)
     metric = next(key for key in best if key.startswith("dev "))
+    checkpoint = _within(source["checkpoint"], workdir)
     lines = ["## The best model, exported and used",
              f"{best['model']} has the best {metric} ({best[metric]:.4f}); its encoder (the "
-             f"checkpoint of step {source['step']}, `{source['checkpoint']}`) is exported to "
-             f"`{out}` (`jaxenc.load` reads it; `jaxenc.standalone.load` needs jax and numpy "
+             f"checkpoint of step {source['step']}, `{checkpoint}`) is exported to "
+             f"`{_within(out, workdir)}` (paths relative to this results file's folder; "
+             f"`jaxenc.load` reads the export; `jaxenc.standalone.load` needs jax and numpy "
              f"alone; format.json's \"source\" names the run and checkpoint). `encode` of "
              f"{len(sentences)} sentences -> {vectors.dtype}{list(vectors.shape)}."]
     if sentences:
@@ -91,3 +93,12 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     results = workdir / report.RESULTS_FILE
     results.write_text(results.read_text() + "\n" + text)
     return text
+
+
+def _within(path: str | Path, folder: Path) -> str:
+    """`path` relative to `folder` when inside it (so a results file names no machine's
+    folders and stays true when its folder moves), else as given."""
+    try:
+        return Path(path).resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return str(path)

@@ -539,7 +539,10 @@ def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_ru
         f"exported {best['model']} trained on synthetic, step {best['best step']} (dev accuracy "
         f"{best['dev accuracy']:.4f}, ")
     assert f") from {checkpoint}, to {workdir / showcase.EXPORT_DIR} (" in printed
-    assert f"checkpoint of step {best['best step']}, `{checkpoint}`" in text
+    # results.md names them relative to the workdir, so it can be moved or committed
+    relative = checkpoint.relative_to(Path(workdir).resolve()).as_posix()
+    assert f"checkpoint of step {best['best step']}, `{relative}`) is exported to `export`" in text
+    assert str(Path(workdir).resolve()) not in text
     cosines, vectors = {}, {}
     for row in rows:
         u, v = vectors[row["model"]] = Encoder.from_workdir(row["workdir"]).encode(
