@@ -662,6 +662,7 @@ def test_paper_and_small_configs():
     small = importlib_config("meanmax_aae_small")
     assert small.model.model_dim < paper.model.model_dim and small.data.oov == "drop"
     assert small.data.corpus_oov == "drop_words" and small.model.end_token
+    assert small.data.embeddings == "glove-6b-50d"  # the full vocabulary, no machine path
 
 
 def importlib_config(name: str) -> ml_collections.ConfigDict:

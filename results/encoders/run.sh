@@ -71,10 +71,10 @@ case $tier in
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
     corpus=$RUNS/aae_corpus.txt
     [ -f $corpus ] || python -m jaxenc.data.corpus --data_dir $JAXENC_DATA_DIR --out $corpus
-    for pooling in ${POOLINGS:-meanmax mean max}; do
-      dir=$RUNS/meanmax_aae_small_$pooling
-      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1")
-    done ;;
+    for s in $SEEDS; do for pooling in ${POOLINGS:-meanmax mean max}; do
+      dir=$RUNS/meanmax_aae_small_${pooling}_s$s
+      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.seed=$s --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1")
+    done; done ;;
   *) echo "unknown tier $tier" >&2; exit 2 ;;
 esac
 printf '%s\n' "${commands[@]}" | xargs -P "$parallel" -I{} bash -c '{}; echo "done: {}" | cut -c1-160'
