@@ -33,6 +33,10 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                results/meanmax_aae/{train,transfer}_small_<pooling>.md
   aae_bench    results/meanmax_aae: the train step's throughput of the small and the paper config;
                from results/meanmax_aae/bench_{small,paper}.md (`bench.bench_meanmax --out`)
+  main_job     docs/results.md: what the main job (README.md, "Two commands") printed, best dev
+               first; from results/main_job/results.md, a copy of its workdir's results.md
+  main_job_pairs  docs/results.md: the cosine similarity of the main job's minimal pairs under
+               each model's encoder, from the same file
   sst5         results/encoders: SST-5 test and dev accuracy, mean ± std over seeds; from
                results/encoders/runs/<model>_sst5_s<seed>.md
   sst5_runs    results/encoders: the rows of those run files
@@ -64,6 +68,7 @@ ENCODER_RUNS = RESULTS / "encoders" / "runs"
 PSAN_RUNS = RESULTS / "psan" / "runs"
 PT_RUNS = RESULTS / "phrase_transformer" / "runs"
 EPOCH_REPORT = RESULTS / "dependency_transformer" / "epoch_sick_e.md"
+MAIN_JOB = RESULTS / "main_job" / "results.md"
 AAE_RUNS = RESULTS / "meanmax_aae"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-subsets" / "results.md"
 MARKER = marked_tables.marker("tables.py")
@@ -74,10 +79,13 @@ DASH = "—"
 
 # --- run files ---------------------------------------------------------------------------------
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of the first markdown table of a run file, as {column: cell}."""
+def read_rows(path: Path, index: int = 0) -> list[dict[str, str]]:
+    """The rows of a run file's markdown table number `index` (0: the first), as
+    {column: cell}."""
     lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    start = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    starts = [i for i, line in enumerate(lines) if line.startswith("| ")
+              and (i == 0 or not lines[i - 1].startswith("|"))]
+    start = starts[index]
     header = _cells(lines[start])
     rows = []
     for line in lines[start + 2:]:
@@ -485,6 +493,54 @@ def aae_bench_table() -> str:
     return markdown(list(reports[0]), [list(r.values()) for r in reports])
 
 
+# --- docs/results.md: the main job ------------------------------------------------------------
+
+# model -> (label in the table of results, label in the table of pairs)
+MAIN_JOB_MODELS = {
+    "tree_lstm": ("Tree-LSTM (gold dependency trees)", "Tree-LSTM"),
+    "dependency_transformer": ("Dependency-Transformer (gold)", "Dep.-Transformer"),
+    "disan": ("DiSAN", "DiSAN"),
+    "psan": ("PSAN (gold phrases)", "PSAN"),
+    "meanmax_aae": ("Mean-Max AAE encoder (supervised here)", "AAE"),
+    "transformer": ("Transformer", "Transformer"),
+    "phrase_transformer": ("PhraseTransformer (2-grams)", "PhraseTr."),
+    "bag": ("bag of embeddings", "bag"),
+}
+EXPORT = " (export)"
+
+
+def main_job_rows() -> list[dict[str, str]]:
+    """The main job's rows, best dev accuracy first (test accuracy breaks a tie)."""
+    return sorted(read_rows(MAIN_JOB), key=lambda r: (-value(r["dev accuracy"]),
+                                                      -value(r["test accuracy"])))
+
+
+def main_job_table() -> str:
+    rows = main_job_rows()
+    columns = ("dev accuracy", "test accuracy")
+    best = {c: max(value(r[c]) for r in rows) for c in columns}
+    return markdown(
+        ["model", "params w/o embeddings", "steps (best step)", *columns, "train s",
+         "encode sent/s", "train peak MiB"],
+        [[MAIN_JOB_MODELS[r["model"]][0], r["params w/o embeddings"],
+          f"{r['steps']} ({r['best step']})",
+          *((bold if value(r[c]) == best[c] else str)(f"{value(r[c]):.3f}") for c in columns),
+          r["train s"], r["encode sent/s"], f"{value(r['train peak MiB']):.0f}"] for r in rows])
+
+
+def main_job_pairs_table() -> str:
+    """One row per sentence pair: the exported best model's cosine first, then every other
+    model's in the order of the results table."""
+    pairs = read_rows(MAIN_JOB, index=1)
+    exported = next(c[len("cos "):-len(EXPORT)] for c in pairs[0] if c.endswith(EXPORT))
+    order = [exported] + [r["model"] for r in main_job_rows() if r["model"] != exported]
+    columns = [f"cos {m}{EXPORT}" if m == exported else f"cos {m}" for m in order]
+    return markdown(
+        ["pair", *(MAIN_JOB_MODELS[m][1] + (EXPORT if m == exported else "") for m in order)],
+        [[f"{p['sentence A']} / {p['sentence B']}", *(f"{value(p[c]):.2f}" for c in columns)]
+         for p in pairs])
+
+
 # --- results/encoders --------------------------------------------------------------------------
 
 SST5_MODELS = {"transformer": "Transformer", "dt": "Dependency-Transformer (spaCy trees)",
@@ -527,6 +583,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "aae_transfer": aae_transfer_table, "aae_pooling": aae_pooling_table,
     "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
+    "main_job": main_job_table, "main_job_pairs": main_job_pairs_table,
 }
 PAGES = {
     "disan_sweep": RESULTS / "disan" / "README.md",
@@ -543,12 +600,15 @@ PAGES = {
     "aae_bench": AAE_RUNS / "README.md",
     "sst5": RESULTS / "encoders" / "README.md",
     "sst5_runs": RESULTS / "encoders" / "README.md",
+    "main_job": REPO / "docs" / "results.md",
+    "main_job_pairs": REPO / "docs" / "results.md",
 }
 # Every page whose measured tables come from committed files (this script's or table.py's).
 DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psan" / "README.md",
                                  RESULTS / "phrase_transformer" / "README.md",
                                  RESULTS / "dependency_transformer" / "README.md",
-                                 AAE_RUNS / "README.md", RESULTS / "encoders" / "README.md"]))
+                                 AAE_RUNS / "README.md", RESULTS / "encoders" / "README.md",
+                                 REPO / "docs" / "results.md"]))
 
 
 def rewritten(text: str, document: Path | None = None) -> str:

@@ -1,9 +1,10 @@
-"""Every measured table of the per-model results pages is rebuilt from run files committed in
-results/: a table between `<!-- tables.py: NAME -->` markers equals what results/tables.py
-builds from them (those between `<!-- table.py: NAME -->` markers are results/encoders/table.py's,
-checked by tests/test_results_tables.py), and a table outside both holds no measured number:
-every column with a numeric cell says "(paper)" in its header (the number printed in a paper),
-or the table holds no numeric cell at all (settings, flags, qualitative outcomes)."""
+"""Every measured table of the per-model results pages and docs/results.md is rebuilt from run
+files committed in results/: a table between `<!-- tables.py: NAME -->` markers equals what
+results/tables.py builds from them (those between `<!-- table.py: NAME -->` markers are
+results/encoders/table.py's, checked by tests/test_results_tables.py), and a table outside both
+holds no measured number: every column with a numeric cell says "(paper)" in its header (the
+number printed in a paper), or the table holds no numeric cell at all (settings, flags,
+qualitative outcomes)."""
 
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["results/disan/README.md", "results/psan/README.md",
          "results/phrase_transformer/README.md", "results/dependency_transformer/README.md",
-         "results/meanmax_aae/README.md", "results/encoders/README.md"]
+         "results/meanmax_aae/README.md", "results/encoders/README.md", "docs/results.md"]
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 ANY_MARKED = re.compile(r"<!-- (tables?)\.py: \w+ -->\n.*?<!-- /\1\.py -->", re.DOTALL)
 # A cell that is a number, or numbers joined by ± / = - and the like, with an optional unit or a
@@ -127,3 +128,17 @@ def test_the_aae_table3_transcription_agrees_with_table1(tables):
     assert {task: table3[task] for task in tables.AAE_TASKS} == {
         task: printed[task] for task in tables.AAE_TASKS}
     assert printed[tables.AAE_AVERAGE].split("/")[0] == table3["macro"]
+
+
+def test_the_main_job_record_is_a_run_of_the_default_config(tables):
+    """results/main_job/results.md holds one row per model that train/configs/default.py trains,
+    each at the config's epoch budget, and its export paragraph names no machine's folder."""
+    import importlib
+    config = importlib.import_module("train.configs.default").get_config()
+    rows = tables.read_rows(tables.MAIN_JOB)
+    assert [r["model"] for r in rows] == [config.model.name, *config.baselines]
+    assert {r["dataset"] for r in rows} == {config.task.dataset}
+    assert all(r["stopped by"] == "cap" for r in rows)  # a fixed budget, no early stopping
+    assert set(tables.MAIN_JOB_MODELS) == {r["model"] for r in rows}
+    text = tables.MAIN_JOB.read_text(encoding="utf-8")
+    assert "`baselines/" in text and not re.search(r"`/[^`]*`", text)  # no absolute path
