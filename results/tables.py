@@ -25,12 +25,16 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                of the same runs
   dt_epoch     results/dependency_transformer: one SICK-E epoch per model, the report
                results/dependency_transformer/epoch_sick_e.md that `bench.bench_epoch --out` wrote
-  aae_transfer results/meanmax_aae: the small Mean-Max AAE's transfer scores beside the bag of the
-               same word vectors and the paper's; from results/meanmax_aae/transfer_small_meanmax.md
-               and results/transfer/bag_glove-subsets/results.md (`eval.transfer` reports)
-  aae_pooling  results/meanmax_aae: mean + max, mean-only and max-only pooling, transfer and
-               held-out reconstruction beside the paper's Table 3; from
-               results/meanmax_aae/{train,transfer}_small_<pooling>.md
+  aae_transfer results/meanmax_aae: the small Mean-Max AAE's transfer scores, mean and std over
+               seeds, beside the bag of the same word vectors and the paper's; from
+               results/meanmax_aae/runs/transfer_small_meanmax_s<seed>.md and
+               results/transfer/bag_glove-6b-50d/results.md (`eval.transfer` reports)
+  aae_training results/meanmax_aae: each small-AAE run's steps, stopping and held-out
+               reconstruction; from results/meanmax_aae/runs/train_small_<pooling>_s<seed>.md
+  aae_pooling  results/meanmax_aae: mean + max, mean-only and max-only pooling at the earlier
+               defaults (two partial 50-d GloVe files), transfer and held-out reconstruction
+               beside the paper's Table 3; from
+               results/meanmax_aae/earlier_defaults/{train,transfer}_small_<pooling>.md
   aae_bench    results/meanmax_aae: the train step's throughput of the small and the paper config;
                from results/meanmax_aae/bench_{small,paper}.md (`bench.bench_meanmax --out`)
   main_job     docs/results.md: what the main job (README.md, "Two commands") printed, best dev
@@ -69,8 +73,10 @@ PSAN_RUNS = RESULTS / "psan" / "runs"
 PT_RUNS = RESULTS / "phrase_transformer" / "runs"
 EPOCH_REPORT = RESULTS / "dependency_transformer" / "epoch_sick_e.md"
 MAIN_JOB = RESULTS / "main_job" / "results.md"
-AAE_RUNS = RESULTS / "meanmax_aae"
-AAE_BAG = RESULTS / "transfer" / "bag_glove-subsets" / "results.md"
+AAE_PAGE = RESULTS / "meanmax_aae"
+AAE_RUNS = AAE_PAGE / "runs"
+AAE_EARLIER = AAE_PAGE / "earlier_defaults"
+AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
 SEED = re.compile(r"_s(\d+)$")
@@ -452,44 +458,97 @@ def _first_number(cell: str) -> float | None:
     return None if cell == DASH else value(cell.split("/")[0])
 
 
+def _decimals(number: str) -> int:
+    return len(number.split(".")[1]) if "." in number else 0
+
+
+def mean_over_seeds(cells: Sequence[str]) -> str:
+    """The mean over seeds of transfer cells, part by part ("71.0/79.2" and "72.0/80.0" ->
+    "71.5/79.6"), each part with the decimals the reports print; "—" when any cell is."""
+    if not cells or DASH in cells:
+        return DASH
+    parts = list(zip(*(cell.split("/") for cell in cells), strict=True))
+    return "/".join(f"{statistics.mean(value(p) for p in part):.{_decimals(part[0])}f}"
+                    for part in parts)
+
+
+def std_over_seeds(cells: Sequence[str]) -> str:
+    """The sample std over seeds of the leading number of transfer cells (accuracy for MRPC)."""
+    numbers = [_first_number(cell) for cell in cells]
+    if len(numbers) < 2 or None in numbers:
+        return DASH
+    return f"{statistics.stdev(numbers):.{_decimals(cells[0].split('/')[0])}f}"
+
+
+def aae_seeds(pooling: str) -> dict[int, tuple[Path, Path]]:
+    """seed -> (training run file, transfer report) of the small AAE with `pooling`; a seed
+    counts once both files are committed."""
+    trained = seeded(AAE_RUNS, f"train_small_{pooling}")
+    transfer = seeded(AAE_RUNS, f"transfer_small_{pooling}")
+    return {seed: (trained[seed], transfer[seed]) for seed in trained if seed in transfer}
+
+
+def _seed_label(seeds: Sequence[int]) -> str:
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of seeds {', '.join(map(str, seeds))}"
+
+
 def aae_transfer_table() -> str:
-    """The small mean-max AAE against the bag of its own word vectors, beside the paper's
-    Table 1 row as the AAE's report prints it; the better measured cell of a row in bold."""
-    report = AAE_RUNS / "transfer_small_meanmax.md"
-    ours, paper = transfer_scores(report), transfer_scores(report, "Mean-Max AAE")
+    """The small mean-max AAE (mean over seeds, and the std of the leading number) against the
+    bag of its own word vectors, beside the paper's Table 1 row as the AAE's reports print it;
+    the better measured mean of a row in bold."""
+    runs = aae_seeds("meanmax")
+    ours = [transfer_scores(report) for _, report in runs.values()]
+    paper = transfer_scores(next(iter(runs.values()))[1], "Mean-Max AAE (paper)")
     bag = transfer_scores(AAE_BAG)
     rows = []
     for task in (*AAE_TASKS, AAE_AVERAGE):
-        measured = [ours[task], bag[task]]
-        rows.append([task, *bold_best(measured, [_first_number(cell) for cell in measured]),
-                     paper[task]])
-    return markdown(["task", "Mean-Max AAE small (ours)", "bag, same vectors",
-                     "Mean-Max AAE (paper)"], rows)
+        cells = [scores[task] for scores in ours]
+        mean = mean_over_seeds(cells)
+        ours_mean, bag_cell = bold_best([mean, bag[task]],
+                                        [_first_number(mean), _first_number(bag[task])])
+        rows.append([task, ours_mean, std_over_seeds(cells), bag_cell, paper[task]])
+    return markdown(["task", f"Mean-Max AAE small (ours, {_seed_label(list(runs))})",
+                     "std over seeds", "bag, same vectors", "Mean-Max AAE (paper)"], rows)
+
+
+def aae_training_table() -> str:
+    """One row per committed small-AAE run: how long it trained, how it stopped, and its
+    held-out reconstruction (token accuracy, perplexity, beam-4 sacrebleu BLEU on the held-out
+    test sentences)."""
+    rows = []
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        for seed, (trained, _) in aae_seeds(pooling).items():
+            r = row(trained)
+            rows.append([label, str(seed), r["steps"], r["stopped by"], r["best step"],
+                         f"{value(r['dev accuracy']):.3f}", f"{value(r['test accuracy']):.3f}",
+                         r["test perplexity"], r["test bleu"], r["train s"]])
+    return markdown(["pooling", "seed", "steps", "stopped by", "best step", "dev token acc",
+                     "test token acc", "test perplexity", "test BLEU", "train s"], rows)
 
 
 def aae_pooling_table() -> str:
-    """Transfer scores and held-out reconstruction (token accuracy / perplexity / greedy BLEU on
-    the held-out test sentences) of the three poolings, beside Table 3."""
-    transfer = {p: transfer_scores(AAE_RUNS / f"transfer_small_{p}.md") for p in AAE_POOLINGS}
-    trained = {p: row(AAE_RUNS / f"train_small_{p}.md") for p in AAE_POOLINGS}
+    """Transfer scores and held-out reconstruction (token accuracy / perplexity / beam-4 BLEU on
+    the held-out test sentences) of the three poolings at the earlier defaults (one seed each),
+    beside Table 3."""
+    transfer = {p: transfer_scores(AAE_EARLIER / f"transfer_small_{p}.md") for p in AAE_POOLINGS}
+    trained = {p: row(AAE_EARLIER / f"train_small_{p}.md") for p in AAE_POOLINGS}
     rows = [[task, *(transfer[p][task] for p in AAE_POOLINGS),
              *(AAE_TABLE3[p][task] for p in AAE_POOLINGS)] for task in AAE_TASKS]
     rows.append(["macro acc., 8 tasks", *(transfer[p][AAE_AVERAGE].split("/")[0]
                                           for p in AAE_POOLINGS),
                  *(AAE_TABLE3[p]["macro"] for p in AAE_POOLINGS)])
-    rows.append(["held-out reconstruction acc. / perplexity / greedy BLEU (test)",
+    rows.append(["held-out reconstruction acc. / perplexity / BLEU, beam 4 (test)",
                  *(f"{value(r['test accuracy']):.3f} / {r['test perplexity']} / {r['test bleu']}"
                    for r in trained.values()), DASH, DASH, DASH])
-    rows.append(["train s (steps, best)",
-                 *(f"{r['train s']} ({r['steps']}, {r['best step']})" for r in trained.values()),
-                 DASH, DASH, DASH])
+    rows.append(["steps (best step)", *(f"{r['steps']} ({r['best step']})"
+                                        for r in trained.values()), DASH, DASH, DASH])
     return markdown(["task", *(ours for ours, _ in AAE_POOLINGS.values()),
                      *(paper for _, paper in AAE_POOLINGS.values())], rows)
 
 
 def aae_bench_table() -> str:
     """The rows of the `bench.bench_meanmax --out` reports, small config first."""
-    reports = [row(AAE_RUNS / f"bench_{config}.md") for config in ("small", "paper")]
+    reports = [row(AAE_PAGE / f"bench_{config}.md") for config in ("small", "paper")]
     return markdown(list(reports[0]), [list(r.values()) for r in reports])
 
 
@@ -580,7 +639,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
     "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
-    "aae_transfer": aae_transfer_table, "aae_pooling": aae_pooling_table,
+    "aae_transfer": aae_transfer_table, "aae_training": aae_training_table,
+    "aae_pooling": aae_pooling_table,
     "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
     "main_job": main_job_table, "main_job_pairs": main_job_pairs_table,
@@ -595,9 +655,10 @@ PAGES = {
     "pt_multi30k": RESULTS / "phrase_transformer" / "README.md",
     "pt_cost": RESULTS / "phrase_transformer" / "README.md",
     "dt_epoch": RESULTS / "dependency_transformer" / "README.md",
-    "aae_transfer": AAE_RUNS / "README.md",
-    "aae_pooling": AAE_RUNS / "README.md",
-    "aae_bench": AAE_RUNS / "README.md",
+    "aae_transfer": AAE_PAGE / "README.md",
+    "aae_training": AAE_PAGE / "README.md",
+    "aae_pooling": AAE_PAGE / "README.md",
+    "aae_bench": AAE_PAGE / "README.md",
     "sst5": RESULTS / "encoders" / "README.md",
     "sst5_runs": RESULTS / "encoders" / "README.md",
     "main_job": REPO / "docs" / "results.md",
@@ -607,7 +668,7 @@ PAGES = {
 DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psan" / "README.md",
                                  RESULTS / "phrase_transformer" / "README.md",
                                  RESULTS / "dependency_transformer" / "README.md",
-                                 AAE_RUNS / "README.md", RESULTS / "encoders" / "README.md",
+                                 AAE_PAGE / "README.md", RESULTS / "encoders" / "README.md",
                                  REPO / "docs" / "results.md"]))
 
 

@@ -123,7 +123,8 @@ def test_run_files_are_read_as_written(tables):
 
 def test_the_aae_table3_transcription_agrees_with_table1(tables):
     """Table 3's mean-max AAE row is Table 1's (printed by eval.transfer beside our scores)."""
-    printed = tables.transfer_scores(tables.AAE_RUNS / "transfer_small_meanmax.md", "Mean-Max AAE")
+    _, report = next(iter(tables.aae_seeds("meanmax").values()))
+    printed = tables.transfer_scores(report, "Mean-Max AAE (paper)")
     table3 = tables.AAE_TABLE3["meanmax"]
     assert {task: table3[task] for task in tables.AAE_TASKS} == {
         task: printed[task] for task in tables.AAE_TASKS}
@@ -142,3 +143,16 @@ def test_the_main_job_record_is_a_run_of_the_default_config(tables):
     assert set(tables.MAIN_JOB_MODELS) == {r["model"] for r in rows}
     text = tables.MAIN_JOB.read_text(encoding="utf-8")
     assert "`baselines/" in text and not re.search(r"`/[^`]*`", text)  # no absolute path
+
+
+def test_transfer_cells_average_part_by_part(tables):
+    """MRPC's "acc/F1" cells average each part; the std is over the leading number."""
+    cells = ["71.0/79.2", "72.0/80.1", "73.3/80.0"]
+    accuracy, f1 = (71.0 + 72.0 + 73.3) / 3, (79.2 + 80.1 + 80.0) / 3
+    assert tables.mean_over_seeds(cells) == f"{accuracy:.1f}/{f1:.1f}"
+    mean = (71.0 + 72.0 + 73.3) / 3
+    std = (sum((x - mean) ** 2 for x in (71.0, 72.0, 73.3)) / 2) ** 0.5
+    assert tables.std_over_seeds(cells) == f"{std:.1f}"
+    assert tables.mean_over_seeds(["0.668", "0.670"]) == "0.669"
+    assert tables.std_over_seeds(["0.668"]) == tables.DASH  # one seed has no spread
+    assert tables.mean_over_seeds(["65.6", tables.DASH]) == tables.DASH
