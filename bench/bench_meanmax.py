@@ -40,6 +40,9 @@ from jaxenc.training.state import create_train_state, init_params
 from jaxenc.training.steps import make_train_step
 
 PAPER_SENTENCES = 70_000_000
+# The output vocabulary that train/configs/meanmax_aae_small.py builds from the default corpus
+# (`python -m jaxenc.data.corpus`) with glove-6b-50d: the corpus report that training logs.
+SMALL_CORPUS_VOCAB = 22_019
 
 
 def corpus_lengths(path: str, lowercase: bool) -> np.ndarray:
@@ -70,7 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", required=True, help="a corpus file (sentence lengths)")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--vocab", type=int, default=0,
-                        help="output vocabulary (default: the small corpus's, 4166)")
+                        help="output vocabulary (default: the small config's on the default "
+                             "corpus with glove-6b-50d, 22019)")
     parser.add_argument("--bucket", type=int, default=0,
                         help="time this bucket only, with the corpus's sentences that fit it "
                              "(one compilation: for big configs); default: every bucket")
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="also write the measurement as a one-row markdown table here")
     args = parser.parse_args(argv)
     config = importlib.import_module(f"train.configs.meanmax_aae_{args.config}").get_config()
-    vocab = args.vocab or 4166
+    vocab = args.vocab or SMALL_CORPUS_VOCAB
     data = config.data
     lengths = corpus_lengths(args.corpus, data.lowercase)
     buckets = np.array(bucket_lengths(data.max_length, data.bucket_step))
