@@ -500,6 +500,10 @@ def aae_transfer_table() -> str:
     bag of its own word vectors, beside the paper's Table 1 row as the AAE's reports print it;
     the better measured mean of a row in bold."""
     runs = aae_seeds("meanmax")
+    if not runs:
+        raise ValueError(f"{AAE_RUNS}: no train_small_meanmax_s<seed>.md with its "
+                         "transfer_small_meanmax_s<seed>.md (fix: copy a run's results.md and "
+                         "transfer/results.md there, as the page says)")
     ours = [transfer_scores(report) for _, report in runs.values()]
     paper = transfer_scores(next(iter(runs.values()))[1], "Mean-Max AAE (paper)")
     bag = transfer_scores(AAE_BAG)

@@ -156,3 +156,9 @@ def test_transfer_cells_average_part_by_part(tables):
     assert tables.mean_over_seeds(["0.668", "0.670"]) == "0.669"
     assert tables.std_over_seeds(["0.668"]) == tables.DASH  # one seed has no spread
     assert tables.mean_over_seeds(["65.6", tables.DASH]) == tables.DASH
+
+
+def test_the_aae_transfer_table_names_missing_runs(tables, tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "AAE_RUNS", tmp_path)
+    with pytest.raises(ValueError, match="no train_small_meanmax_s<seed>.md"):
+        tables.aae_transfer_table()
