@@ -37,7 +37,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import os
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -54,9 +57,11 @@ from bench.common import (
     xla_flops,
 )
 from jaxenc import cli
+from jaxenc.files import write_text_atomic
 from jaxenc.layers import multidim_attention
 from jaxenc.layers.dropout import AUTO_BITS, resolve_mask_bits
 from jaxenc.models import disan
+from jaxenc.training.report import markdown_table
 
 FLOOR = "no t2t"
 REFERENCE_BITS = 32  # blocked's reference dropout (flax's): one random word per decision
@@ -125,35 +130,60 @@ def benchmark_length(length: int, variants: list[Variant], to_run: list[Variant]
     return list(rows.values())
 
 
-def print_table(rows: list[dict], peak_flops: float) -> None:
-    print(f"\nf32 matmul peak measured: {peak_flops / 1e9:.1f} GFLOP/s; nproc {os.cpu_count()}; "
-          f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    header = (f"{'L':>4} {'impl':>11} {'block':>5} {'bits':>4} {'temp MiB':>9} {'peak MiB':>9} "
-              f"{'step ms':>8} {'cpu ms':>8} {'vs blk':>6} {'GFLOP':>7} {'Gtr':>6} "
-              f"{'XLA GF':>7} {'GFLOP/s':>7} {'%peak':>5} {'load':>9}")
-    print(header)
-    print("-" * len(header))
+def table_rows(rows: list[dict]) -> list[dict[str, str]]:
+    """The report's rows as formatted cells, one dict per variant and length ("-" where a
+    variant was compiled but not timed)."""
     fastest_blocked = {}
     for row in rows:
         if row["impl"] == "blocked" and row["bits"] == REFERENCE_BITS and row["ms"] is not None:
             best = fastest_blocked.get(row["length"])
             fastest_blocked[row["length"]] = min(best or row["ms"], row["ms"])
+    cells = []
     for row in rows:
-        timing = f"{'-':>8} {'-':>8} {'-':>6}"
-        rate = f"{'-':>7} {'-':>5} {'-':>9}"
-        if row["ms"] is not None:
-            reference = fastest_blocked.get(row["length"])
-            speedup = f"{reference / row['ms']:6.2f}" if reference else f"{'-':>6}"
-            timing = f"{row['ms']:8.1f} {row['cpu_ms']:8.1f} {speedup}"
-            rate = f"{row['gflops']:7.1f} {100 * row['of_peak']:5.1f} {row['load']:>9}"
-        print(f"{row['length']:>4} {row['impl']:>11} {row['block']:>5} {row['bits']:>4} "
-              f"{row['temp']:9.1f} "
-              f"{row['peak']:9.1f} {timing} {row['flops'] / 1e9:7.1f} "
-              f"{row['trans'] / 1e9:6.2f} {row['xla_flops'] / 1e9:7.1f} {rate}")
+        timed = row["ms"] is not None
+        reference = fastest_blocked.get(row["length"])
+        cells.append({
+            "L": str(row["length"]), "impl": row["impl"], "block": str(row["block"]),
+            "bits": str(row["bits"]), "temp MiB": f"{row['temp']:.1f}",
+            "peak MiB": f"{row['peak']:.1f}",
+            "step ms": f"{row['ms']:.1f}" if timed else "-",
+            "cpu ms": f"{row['cpu_ms']:.1f}" if timed else "-",
+            "vs blk": f"{reference / row['ms']:.2f}" if timed and reference else "-",
+            "GFLOP": f"{row['flops'] / 1e9:.1f}", "Gtr": f"{row['trans'] / 1e9:.2f}",
+            "XLA GF": f"{row['xla_flops'] / 1e9:.1f}",
+            "GFLOP/s": f"{row['gflops']:.1f}" if timed else "-",
+            "%peak": f"{100 * row['of_peak']:.1f}" if timed else "-",
+            "load": row["load"] if timed else "-"})
+    return cells
+
+
+def machine_line(peak_flops: float) -> str:
+    return (f"f32 matmul peak measured: {peak_flops / 1e9:.1f} GFLOP/s; nproc {os.cpu_count()}; "
+            f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def print_table(cells: list[dict[str, str]], peak_flops: float) -> None:
+    widths = {column: max(len(column), *(len(row[column]) for row in cells))
+              for column in cells[0]}
+    header = " ".join(f"{column:>{width}}" for column, width in widths.items())
+    print(f"\n{machine_line(peak_flops)}\n{header}\n{'-' * len(header)}")
+    for row in cells:
+        print(" ".join(f"{row[column]:>{width}}" for column, width in widths.items()))
+
+
+def write_report(path: Path, cells: list[dict[str, str]], peak_flops: float,
+                 argv: list[str]) -> None:
+    """`--out`: the command, date and machine, then the table as markdown (the file
+    results/tables.py reads)."""
+    command = " ".join(["python -m bench.bench_disan", *argv])
+    text = (f"`{command}` on {datetime.date.today().isoformat()}, "
+            f"{jax.devices()[0].platform}: {machine_line(peak_flops)}.\n\n"
+            f"{markdown_table(cells)}\n")
+    write_text_atomic(path, text)
 
 
 @cli.reports_errors
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, str]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=parse_ints, default=[64, 128],
                         help="lengths to compile and time")
@@ -182,7 +212,10 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=300)
     parser.add_argument("--vocab", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the command, machine and table to this markdown file")
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
 
     peak_flops = matmul_peak_flops()
     bits = args.dropout_bits
@@ -200,7 +233,12 @@ def main() -> None:
     for length in args.memory_lengths:
         rows += benchmark_length(length, [v for v in variants if v[0] != FLOOR], [], args,
                                  peak_flops)
-    print_table(rows, peak_flops)
+    cells = table_rows(rows)
+    print_table(cells, peak_flops)
+    if args.out:
+        write_report(args.out, cells, peak_flops, argv)
+        print(f"wrote {args.out}")
+    return cells
 
 
 if __name__ == "__main__":
