@@ -241,11 +241,10 @@ def time_in_turns(steps: Mapping[str, tuple[Callable, tuple | Rotation]], repeat
 
     settle: each timed call follows an untimed call of the same step in its turn, so it is timed
     as in training, where the same step repeats. Without it a step is timed right after another
-    variant's and inherits that one's state: after DiSAN's dense step (3.8 GiB at batch 64,
-    L 64) the next variant's step was 1.3-1.4x slower (bench/bench_disan.py; every XLA:CPU step
-    maps and first-touches its temp buffer, e.g. 72k page faults for 283 MiB), which biased any
-    ratio of two variants by the turn order (results/disan/speed.md, "A turn-order bias in the
-    timings").
+    variant's and inherits that one's state: right after DiSAN's dense step (3.8 GiB at batch
+    64, L 64) the next variant's step ran slower (bench/bench_disan.py; every XLA:CPU step maps
+    and first-touches its temp buffer), which biased any ratio of two variants by the turn order
+    (results/disan/speed.md, "A turn-order bias in the timings").
     """
     counter = _compile_events()
     calls_per_timed = 2 if settle else 1

@@ -47,6 +47,9 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
   sst5         results/encoders: SST-5 test and dev accuracy, mean ± std over seeds; from
                results/encoders/runs/<model>_sst5_s<seed>.md
   sst5_runs    results/encoders: the rows of those run files
+  disan_kernels, disan_goal, perf_goals, perf_train_rates
+               results/disan/speed.md and docs/performance.md: the benchmark reports committed
+               in results/ (results/bench_tables.py says which)
 
 Std is the sample standard deviation over the seeds found; a value is a run file's number as
 printed there (accuracies as fractions, shown in %).
@@ -651,6 +654,17 @@ def sst5_runs_table() -> str:
     return markdown(["run", *(header or [])], rows)
 
 
+# --- results/disan/speed.md and docs/performance.md: benchmark reports ---------------------------
+
+def bench_table(name: str) -> Callable[[], str]:
+    """results/bench_tables.py's table `name` (imported when built: it reads this module)."""
+    def build() -> str:
+        from results import bench_tables
+
+        return getattr(bench_tables, f"{name}_table")()
+    return build
+
+
 # --- pages -------------------------------------------------------------------------------------
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -663,6 +677,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
     "main_job": main_job_table, "main_job_pairs": main_job_pairs_table,
+    **{name: bench_table(name) for name in ("disan_kernels", "disan_goal", "perf_goals",
+                                            "perf_train_rates")},
 }
 PAGES = {
     "disan_sweep": RESULTS / "disan" / "README.md",
@@ -683,13 +699,18 @@ PAGES = {
     "sst5_runs": RESULTS / "encoders" / "README.md",
     "main_job": REPO / "docs" / "results.md",
     "main_job_pairs": REPO / "docs" / "results.md",
+    "disan_kernels": RESULTS / "disan" / "speed.md",
+    "disan_goal": RESULTS / "disan" / "speed.md",
+    "perf_goals": REPO / "docs" / "performance.md",
+    "perf_train_rates": REPO / "docs" / "performance.md",
 }
 # Every page whose measured tables come from committed files (this script's or table.py's).
 DOCUMENTS = tuple(dict.fromkeys([RESULTS / "disan" / "README.md", RESULTS / "psan" / "README.md",
                                  RESULTS / "phrase_transformer" / "README.md",
                                  RESULTS / "dependency_transformer" / "README.md",
                                  AAE_PAGE / "README.md", RESULTS / "encoders" / "README.md",
-                                 REPO / "docs" / "results.md"]))
+                                 REPO / "docs" / "results.md", RESULTS / "disan" / "speed.md",
+                                 REPO / "docs" / "performance.md"]))
 
 
 def rewritten(text: str, document: Path | None = None) -> str:

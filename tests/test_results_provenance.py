@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["results/disan/README.md", "results/psan/README.md",
          "results/phrase_transformer/README.md", "results/dependency_transformer/README.md",
-         "results/meanmax_aae/README.md", "results/encoders/README.md", "docs/results.md"]
+         "results/meanmax_aae/README.md", "results/encoders/README.md", "docs/results.md",
+         "results/disan/speed.md", "docs/performance.md"]
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 ANY_MARKED = re.compile(r"<!-- (tables?)\.py: \w+ -->\n.*?<!-- /\1\.py -->", re.DOTALL)
 # A cell that is a number, or numbers joined by ± / = - and the like, with an optional unit or a
@@ -162,3 +163,45 @@ def test_the_aae_transfer_table_names_missing_runs(tables, tmp_path, monkeypatch
     monkeypatch.setattr(tables, "AAE_RUNS", tmp_path)
     with pytest.raises(ValueError, match="no train_small_meanmax_s<seed>.md"):
         tables.aae_transfer_table()
+
+
+def test_the_disan_goal_is_the_median_over_the_reports(tmp_path, monkeypatch):
+    """Each report's directional (block 16) `vs blk` at 64 and 128, the median over the reports and
+    the count at or above 1.7x, against numbers written here; other rows are ignored."""
+    from results import bench_tables
+
+    header = ("| L | impl | block | bits | vs blk |\n|---|---|---|---|---|\n")
+    speed_ups = {"a": (1.62, 2.10), "b": (1.75, 1.80), "c": (1.71, None)}
+    for name, (at_64, at_128) in speed_ups.items():
+        rows = ["| 64 | blocked | 16 | 32 | 1.00 |", "| 64 | directional | 8 | 2 | 9.99 |",
+                f"| 64 | directional | 16 | 2 | {at_64:.2f} |"]
+        rows.append(f"| 128 | directional | 16 | 2 | {at_128:.2f} |" if at_128 else
+                    "| 128 | directional | 16 | 2 | - |")
+        text = f"`python -m bench.bench_disan --x={name}` on a day.\n\n{header}" + "\n".join(rows)
+        (tmp_path / f"{name}.md").write_text(text + "\n", encoding="utf-8")
+    monkeypatch.setattr(bench_tables, "DISAN_BENCH", tmp_path)
+    assert bench_tables.disan_runs() == {"a": {"64": 1.62, "128": 2.10},
+                                         "b": {"64": 1.75, "128": 1.80}, "c": {"64": 1.71}}
+    medians = bench_tables.disan_medians()
+    assert medians["64"] == (1.71, 2, 3)
+    assert medians["128"][0] == pytest.approx(1.95) and medians["128"][1:] == (2, 2)
+    table = bench_tables.disan_goal_table()
+    assert "| `c` | `python -m bench.bench_disan --x=c` | 1.71x | — |" in table
+    assert table.splitlines()[-1] == "| median | — | **1.71x** | **1.95x** |"
+
+
+def test_the_performance_goals_keep_every_goal_of_the_full_run(tables, tmp_path):
+    import json
+
+    from results import bench_tables
+
+    goals = json.loads((bench_tables.FULL_RUN / "results.json").read_text())["goals"]
+    built = tmp_path / "goals.md"
+    built.write_text(bench_tables.perf_goals_table(), encoding="utf-8")
+    rows = tables.read_rows(built)
+    assert [r["goal (CPU)"] for r in rows[:len(goals)]] == [g["goal"] for g in goals]
+    assert len(rows) == len(goals) + 3
+    psan = {bucket: tables.read_rows(path) for bucket, path in bench_tables.PSAN_MEMORY.items()}
+    default = ", ".join(f"{next(r for r in found if r['model'] == 'PSAN packed')['/ DiSAN dense']}"
+                        f" at L={bucket}" for bucket, found in psan.items())
+    assert rows[len(goals) + 1]["measured"] == default

@@ -30,10 +30,9 @@ Three implementations of the same function (`impl`):
   "directional" is its own value rather than a change of "blocked", so today's blocked numbers
   stay reproducible (tests/test_pinned_outputs.py) and the two are measured side by side; with
   any other mask (PSAN's SegmentMask, DenseMask, diag) or an unbounded score it computes what
-  "blocked" computes. "auto" picks it wherever it applies: bench/bench_disan.py measures the
-  DiSAN train step (batch 64, d 300, blocks of 8-32) 1.1x (16 tokens) to 1.6x (128) faster than
-  blocked's on a CPU (1.6-1.75x at 64 and 1.8-2.1x at 128 with DiSAN's 2-bit dropout), its
-  attention part (the step minus the step without it) 1.9-2.6x (results/disan/speed.md).
+  "blocked" computes. "auto" picks it wherever it applies: it is faster than blocked's
+  at every length bench/bench_disan.py measures on a CPU (the DiSAN train step, batch 64, d 300;
+  results/disan/speed.md).
 
 `examples_per_step` examples go through the block loops together: 1 suits a CPU (each block stays
 in cache; bench/bench_disan.py measures blocked faster than dense at every length), the whole batch

@@ -17,11 +17,10 @@ The token2token attention is "dense" (the [n, n, d_h] tensor, as the authors), "
 (blocks of queries against all keys, recomputed in the backward pass) or "directional" (only the
 key blocks the forward/backward mask allows, about half; jaxenc/layers/multidim_attention.py).
 attention_impl="auto" takes directional from `blocked_threshold` tokens up: on a CPU,
-bench/bench_disan.py measures blocked's training step 1.3-2.8x faster than dense from 16 tokens
-up with 3.4x (16 tokens) to 88x (512) less memory, and directional's 1.1x (16 tokens), 1.3x
-(32), 1.4-1.6x (64 and 128) faster than blocked's, memory still linear in n; with the default
-2-bit dropout masks (`dropout_bits`, jaxenc/layers/dropout.py) 1.6-1.75x (64) and 1.8-2.1x (128)
-the blocked step with flax's dropout (results/disan/speed.md). `examples_per_step` (1 on a
+bench/bench_disan.py measures the blocked and directional training steps with memory linear in
+n, far below dense's, and directional's faster than blocked's at every length, the more so with
+the default 2-bit dropout masks (`dropout_bits`, jaxenc/layers/dropout.py) against the blocked
+step with flax's dropout (results/disan/speed.md). `examples_per_step` (1 on a
 CPU, 0 = the whole batch on accelerators) is part of the config, so nothing depends on the
 tracing backend.
 """
@@ -62,7 +61,7 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
     keep_prob: float = 0.75
     # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
     # (2 for 0.75: sixteen decisions per 32-bit threefry word; 8 for SST's 0.7, rounded to
-    # 179/256 = 0.6992); the DiSAN train step at batch 64, 64 tokens, d 300 is ~1.25x faster
+    # 179/256 = 0.6992); the DiSAN train step spends far less of its time drawing random bits
     # on a CPU than with one word per decision (results/disan/speed.md). 8: one random byte per
     # decision; 32: flax's nn.Dropout bit for bit, one word per decision. The three draw the
     # same dropout in distribution from different random streams, so a run reproduces
