@@ -8,7 +8,7 @@ import pytest
 
 from jaxenc.data.records import Sentence
 from jaxenc.errors import ConfigError, DataError
-from jaxenc.evaluation import transfer
+from jaxenc.evaluation import relatedness, transfer
 from jaxenc.evaluation.encoders import (
     BagOfEmbeddings,
     CheckpointEncoder,
@@ -55,10 +55,74 @@ def test_relatedness_head_learns_a_function_of_the_pair():
         u, v = (x / np.linalg.norm(x, axis=1, keepdims=True) for x in rng.normal(size=(2, n, 6)))
         return u.astype(np.float32), v.astype(np.float32), 3 + 2 * np.sum(u * v, axis=1)
 
+    sixty_epochs = relatedness.RelatednessSchedule(
+        epochs_per_eval=1, max_epochs=60, patience=5, reset_on_improvement=True,
+        last_block_may_pass_max=False)
     score = fit_relatedness(split(800), split(200), split(200), score_range=(1.0, 5.0),
-                            max_epochs=60)
+                            schedule=sixty_epochs)
     assert score.pearson > 0.9 and score.spearman > 0.85 and score.dev_pearson > 0.9
     assert score.mse < 0.2 and 1 <= score.best_epoch <= 60
+
+
+def senteval_loop(dev_pearsons):
+    """SentEval's RelatednessPytorch.run, its loop kept, training replaced by reading the next
+    dev Pearson: (epochs trained, epoch of the kept model)."""
+    nepoch, bestpr, early_stop_count, stop_train, best_epoch = 0, -1, 0, False, None
+    scripted = iter(dev_pearsons)
+    while not stop_train and nepoch <= 1000:
+        nepoch += 50
+        pr = next(scripted)
+        if pr > bestpr:
+            bestpr, best_epoch = pr, nepoch
+        else:
+            if early_stop_count >= 3:
+                stop_train = True
+            early_stop_count += 1
+    return nepoch, best_epoch
+
+
+def per_epoch_loop(dev_pearsons):
+    """The per-epoch schedule written out: dev after each of at most 100 epochs, stop 5 epochs
+    after the best."""
+    best, best_epoch = -np.inf, 0
+    for epoch, pr in enumerate(dev_pearsons[:100], start=1):
+        if pr > best:
+            best, best_epoch = pr, epoch
+        elif epoch - best_epoch >= 5:
+            return epoch, best_epoch
+    return 100, best_epoch
+
+
+@pytest.mark.parametrize("name, reference", [("senteval", senteval_loop),
+                                             ("epoch", per_epoch_loop)])
+@pytest.mark.parametrize("dev_pearsons", [
+    [0.1, 0.2, 0.15, 0.3, 0.25, 0.2, 0.1, 0.35, 0.4, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0] + [0.0] * 90,
+    [0.1 + 0.001 * i for i in range(120)],  # always improving: the cap stops it
+    [0.5] + [0.4, 0.45, 0.6, 0.3, 0.61, 0.2, 0.1, 0.7, 0.8] + [0.0] * 100,
+])
+def test_relatedness_schedules_stop_and_keep_as_their_loops(monkeypatch, name, reference,
+                                                           dev_pearsons):
+    """Training replaced by a counter and dev Pearson by a script: the epochs trained and the
+    epoch kept equal those of the loop each schedule names (SentEval's own loop for senteval)."""
+    trained = []
+
+    def counting_runner(head, optimizer):
+        def run_epoch(params, opt_state, *arrays):
+            trained.append(1)
+            return params, opt_state
+        return run_epoch
+
+    readings = iter(dev_pearsons)
+    monkeypatch.setattr(relatedness, "_epoch_runner", counting_runner)
+    monkeypatch.setattr(relatedness, "pearson", lambda predictions, gold: next(readings))
+    pair = (np.ones((4, 3), np.float32), np.ones((4, 3), np.float32), np.array([1., 2., 3., 4.]))
+    score = fit_relatedness(pair, pair, pair, score_range=(1.0, 5.0), schedule=name)
+    assert (len(trained), score.best_epoch) == reference(dev_pearsons)
+
+
+def test_an_unknown_relatedness_schedule_is_a_one_line_error(tmp_path):
+    with pytest.raises(ConfigError, match="relatedness schedule 'weekly'.*--relatedness_schedule"):
+        transfer.run_transfer("bag:x.txt", ["SICKR"], tmp_path, relatedness_schedule="weekly")
 
 
 # ----------------------------------------------------------------------------- encoders
@@ -189,7 +253,7 @@ def fake_results():
     tasks["MRPC"]["metrics"]["f1"] = 81.25
     tasks["SICKR"] = {"status": "ok", "seconds": 2.0, "metrics": {
         "pearson": 0.7123, "spearman": 0.65, "mse": 0.5, "dev_pearson": 0.7, "best_epoch": 9,
-        "num_test": 4927}}
+        "schedule": "senteval", "num_test": 4927}}
     tasks["STS14"] = {"status": "ok", "seconds": 0.5, "metrics": {
         "pearson": 0.5049, "spearman": 0.4, "pearson_mean": 0.45, "spearman_mean": 0.41,
         "num_test": 3750, "subsets": {"images": {"pearson": 0.5, "spearman": 0.4, "size": 750}}}}
@@ -205,6 +269,8 @@ def test_report_table_puts_paper_numbers_beside_ours(tmp_path):
     assert "| MR | 70.0 | 80.0 | 78.7 | 79.7 | 78.7 |" in text
     assert "| MRPC | 70.0/81.2 | 74.9/82.1 | 75.5/82.6 | 75.1/81.8 | 72.1/80.9 |" in text
     assert "| SICKR | 0.712 | 0.891 | 0.854 | 0.860 | 0.800 |" in text
+    assert ("| SICKR | 0.712 | dev Pearson 0.700 (epoch 9, senteval schedule); test Spearman "
+            "0.650, MSE 0.500 | 4927 | 2.0 |") in text
     assert "| STS14 | 0.50/0.40 | 0.69/0.67 | 0.58/0.56 | 0.66/0.64 | 0.54/0.56 |" in text
     assert "| SST5 | skipped | — | — | — | — |" in text
     tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC", "SICKE")

@@ -86,7 +86,9 @@ def _details(task: str, entry: Mapping) -> list[str]:
         l2s = sorted(set(metrics["l2"]))
         dev = f"dev acc {metrics['dev_accuracy']:.1f}, L2 {', '.join(f'{x:g}' for x in l2s)}"
     elif "dev_pearson" in metrics:
-        dev = (f"dev Pearson {metrics['dev_pearson']:.3f} (epoch {metrics['best_epoch']}); "
+        schedule = f", {metrics['schedule']} schedule" if "schedule" in metrics else ""
+        dev = (f"dev Pearson {metrics['dev_pearson']:.3f} (epoch {metrics['best_epoch']}"
+               f"{schedule}); "
                f"test Spearman {metrics['spearman']:.3f}, MSE {metrics['mse']:.3f}")
     else:
         dev = (f"mean over subsets {metrics['pearson_mean']:.3f}/{metrics['spearman_mean']:.3f}, "
