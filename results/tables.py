@@ -38,6 +38,9 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                defaults (two partial 50-d GloVe files), transfer and held-out reconstruction
                beside the paper's Table 3; from
                results/meanmax_aae/earlier_defaults/{train,transfer}_small_<pooling>.md
+  aae_schedule results/meanmax_aae: SICK-R of the same frozen vectors with the relatedness head
+               read after every epoch (results/meanmax_aae/epoch_schedule/, reports made before
+               SentEval's schedule became the default) and every 50 epochs (the current reports)
   aae_bench    results/meanmax_aae: the train step's throughput of the small and the paper config;
                from results/meanmax_aae/bench_{small,paper}.md (`bench.bench_meanmax --out`)
   main_job     docs/results.md: what the main job (README.md, "Two commands") printed, best dev
@@ -82,10 +85,12 @@ MAIN_JOB = RESULTS / "main_job" / "results.md"
 AAE_PAGE = RESULTS / "meanmax_aae"
 AAE_RUNS = AAE_PAGE / "runs"
 AAE_EARLIER = AAE_PAGE / "earlier_defaults"
+AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
 SEED = re.compile(r"_s(\d+)$")
+SICKR_EPOCH = re.compile(r"\(epoch (\d+)")
 DASH = "—"
 
 
@@ -531,7 +536,7 @@ def aae_training_table() -> str:
             r = row(trained)
             rows.append([label, str(seed), r["steps"], r["stopped by"], r["best step"],
                          f"{value(r['dev accuracy']):.3f}", f"{value(r['test accuracy']):.3f}",
-                         r["test perplexity"], r["test bleu"], r["train s"]])
+                         r["test perplexity"], f"{value(r['test bleu']):.1f}", r["train s"]])
     return markdown(["pooling", "seed", "steps", "stopped by", "best step", "dev token acc",
                      "test token acc", "test perplexity", "test BLEU", "train s"], rows)
 
@@ -546,6 +551,29 @@ def aae_pooling_now_table() -> str:
     rows += [[task, *(mean_over_seeds([s[task] for s in scores[p]]) for p in AAE_POOLINGS)]
              for task in (*AAE_TASKS, AAE_AVERAGE)]
     return markdown(["task", *(label for label, _ in AAE_POOLINGS.values())], rows)
+
+
+def _sickr(report: Path) -> str:
+    """SICK-R's test Pearson in a transfer report, with the head's kept epoch."""
+    details = read_rows(report, index=1)
+    found = next(r for r in details if r["task"] == "SICKR")
+    epoch = SICKR_EPOCH.search(found["selection / details"]).group(1)
+    return f"{found['ours']} (epoch {epoch})"
+
+
+def aae_schedule_table() -> str:
+    """SICK-R of the same frozen vectors with the relatedness head read after every epoch (the
+    reports in AAE_EPOCH_SCHEDULE) and as SentEval reads it (the current reports)."""
+    rows = []
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        for seed, (_, report) in aae_seeds(pooling).items():
+            earlier = AAE_EPOCH_SCHEDULE / report.name
+            if earlier.is_file():
+                rows.append([f"AAE small, {label}, seed {seed}", _sickr(earlier), _sickr(report)])
+    rows.append(["bag, same vectors", _sickr(AAE_EPOCH_SCHEDULE / "transfer_bag_glove-6b-50d.md"),
+                 _sickr(AAE_BAG)])
+    return markdown(["encoder", "SICK-R, dev after every epoch (kept epoch)",
+                     "SICK-R, dev every 50 epochs as SentEval (kept epoch)"], rows)
 
 
 def aae_pooling_table() -> str:
@@ -674,6 +702,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
     "aae_transfer": aae_transfer_table, "aae_training": aae_training_table,
     "aae_pooling_now": aae_pooling_now_table, "aae_pooling": aae_pooling_table,
+    "aae_schedule": aae_schedule_table,
     "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
     "main_job": main_job_table, "main_job_pairs": main_job_pairs_table,
@@ -694,6 +723,7 @@ PAGES = {
     "aae_training": AAE_PAGE / "README.md",
     "aae_pooling_now": AAE_PAGE / "README.md",
     "aae_pooling": AAE_PAGE / "README.md",
+    "aae_schedule": AAE_PAGE / "README.md",
     "aae_bench": AAE_PAGE / "README.md",
     "sst5": RESULTS / "encoders" / "README.md",
     "sst5_runs": RESULTS / "encoders" / "README.md",

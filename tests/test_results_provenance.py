@@ -205,3 +205,14 @@ def test_the_performance_goals_keep_every_goal_of_the_full_run(tables, tmp_path)
     default = ", ".join(f"{next(r for r in found if r['model'] == 'PSAN packed')['/ DiSAN dense']}"
                         f" at L={bucket}" for bucket, found in psan.items())
     assert rows[len(goals) + 1]["measured"] == default
+
+
+def test_the_schedule_table_reads_sickr_and_its_kept_epoch(tables, tmp_path):
+    report = tmp_path / "transfer.md"
+    report.write_text(
+        "## Transfer results: `x` (seed 1111)\n\n| task | ours |\n|---|---|\n| SICKR | 0.757 |\n\n"
+        "Accuracy in %.\n\n| task | ours | selection / details | test size | seconds |\n"
+        "|---|---|---|---|---|\n| MR | 70.0 | dev acc 69.0, L2 0.001 | 10662 | 1.0 |\n"
+        "| SICKR | 0.757 | dev Pearson 0.730 (epoch 450, senteval schedule); test Spearman "
+        "0.672, MSE 0.437 | 4927 | 4.5 |\n", encoding="utf-8")
+    assert tables._sickr(report) == "0.757 (epoch 450)"
