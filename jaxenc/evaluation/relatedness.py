@@ -12,9 +12,9 @@ training stops is a `RelatednessSchedule` (`SCHEDULES`):
   the 4th evaluation without an improvement, counted over the whole run (SentEval's counter is
   never reset by an improvement).
 - "epoch": dev after every epoch, stop 5 epochs after the best one, at most 100 epochs. On
-  frozen 512-d codes the head's dev Pearson can stay flat for more than 5 epochs before it
-  rises, so this schedule may keep an epoch-1 head (results/meanmax_aae: SICK-R 0.60 against
-  0.78 with "senteval" for the same vectors).
+  frozen 512-d codes epochs 2-6 may not beat epoch 1's dev Pearson although later epochs would,
+  so this schedule may keep an epoch-1 head (results/meanmax_aae: SICK-R 0.60 against 0.78 with
+  "senteval" for the same vectors).
 """
 
 from __future__ import annotations
