@@ -18,7 +18,7 @@ import json
 import statistics
 from pathlib import Path
 
-from results.tables import DASH, RESULTS, bold, markdown, read_rows, value
+from results.tables import DASH, RESULTS, bold, copied, markdown, read_rows, value
 
 DISAN_BENCH = RESULTS / "disan" / "bench"
 KERNELS = DISAN_BENCH / "kernels.md"
@@ -35,8 +35,7 @@ def command(path: Path) -> str:
 
 
 def disan_kernels_table() -> str:
-    rows = read_rows(KERNELS)
-    return markdown(list(rows[0]), [list(r.values()) for r in rows])
+    return copied(read_rows(KERNELS))
 
 
 def _directional_speed_ups(path: Path) -> dict[str, float]:
@@ -54,9 +53,9 @@ def disan_runs() -> dict[str, dict[str, float]]:
 
 def disan_medians() -> dict[str, tuple[float, int, int]]:
     """length -> (median speed-up, runs at or above the goal, runs) over `disan_runs`."""
-    medians = {}
+    runs, medians = disan_runs(), {}
     for length in GOAL_LENGTHS:
-        found = [run[length] for run in disan_runs().values() if length in run]
+        found = [run[length] for run in runs.values() if length in run]
         medians[length] = (statistics.median(found), sum(x >= GOAL_SPEED_UP for x in found),
                            len(found))
     return medians
@@ -121,5 +120,4 @@ def _table_after(path: Path, heading: str) -> list[dict[str, str]]:
 
 
 def perf_train_rates_table() -> str:
-    rows = _table_after(FULL_RUN / "report.md", "**Train sentences/s**")
-    return markdown(list(rows[0]), [list(r.values()) for r in rows])
+    return copied(_table_after(FULL_RUN / "report.md", "**Train sentences/s**"))

@@ -596,10 +596,14 @@ def aae_pooling_table() -> str:
                      *(paper for _, paper in AAE_POOLINGS.values())], rows)
 
 
+def copied(rows: Sequence[dict[str, str]]) -> str:
+    """Rows read from a report, as a markdown table with the report's own columns."""
+    return markdown(list(rows[0]), [list(r.values()) for r in rows])
+
+
 def aae_bench_table() -> str:
     """The rows of the `bench.bench_meanmax --out` reports, small config first."""
-    reports = [row(AAE_PAGE / f"bench_{config}.md") for config in ("small", "paper")]
-    return markdown(list(reports[0]), [list(r.values()) for r in reports])
+    return copied([row(AAE_PAGE / f"bench_{config}.md") for config in ("small", "paper")])
 
 
 # --- docs/results.md: the main job ------------------------------------------------------------
