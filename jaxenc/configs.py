@@ -23,6 +23,9 @@ Sections:
               0 = off) and the optimiser's constants
   train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
               log_every, seed, patience (evaluations without improvement, 0 = off),
+              patience_min_epochs (early stopping also waits this many passes over the training
+              data after the best evaluation, 0 = evaluations alone: with phrase-level SST an
+              epoch is many evaluations, and 5 of them may end a run before one pass),
               progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
               nonfinite (a step whose loss or gradient norm is nan/inf, or whose loss is above
               divergence_bound: "stop" the run, or "skip" its update), divergence_bound (a
@@ -163,6 +166,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
+        patience_min_epochs=0.0,
         progress_bar=True, distributed=False, nonfinite="stop",
         divergence_bound=1e4,  # a training loss above it stops (or skips) the step; 0 = none
         samples=3,  # seq2seq: greedy outputs of this many dev examples at each evaluation

@@ -3,6 +3,7 @@ and its one-line errors."""
 
 import importlib
 import json
+import math
 import re
 import subprocess
 import sys
@@ -256,6 +257,14 @@ def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_pa
     other.task.split_seed = 3  # carves other splits than the saved run's
     with pytest.raises(ConfigError, match=r"task.split_seed='<absent>' \(config says 3\)"):
         checkpointing.check_compatible(tmp_path, other)
+    del saved["train"]["patience_min_epochs"]  # 0.0 stops by evaluations alone, as before
+    path.write_text(json.dumps(saved))
+    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    assert changes["train.patience_min_epochs"] == ("<absent>", 0.0)
+    other = tiny_config()
+    other.train.patience_min_epochs = 1.0  # stops later than the saved run would
+    with pytest.raises(ConfigError, match=r"train.patience_min_epochs='<absent>'"):
+        checkpointing.check_compatible(tmp_path, other)
     del saved["train"]["seed"]  # not a model option: never assumed
     path.write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match="train.seed='<absent>'"):
@@ -306,6 +315,41 @@ def test_position_keeps_the_top_k_and_stops_after_patience():
     assert kept == [True, True, True, False, True]
     assert position.top_scores == [0.7, 0.65] and position.best_step == 2
     assert position.evals_since_best == 3 and position.stopped
+
+
+def test_patience_waits_for_its_minimum_steps_since_the_best_evaluation():
+    position = loop.Position()
+    scores = [(10, 0.5), (20, 0.4), (30, 0.45), (40, 0.3), (50, 0.6), (60, 0.2)]
+    stopped = []
+    for step, score in scores:
+        position.record_evaluation(step, score, patience=2, best_k=1, min_steps=25)
+        stopped.append(position.stopped)
+    # two evaluations without gain at step 30 (20 steps after the best), 40 is 30 steps after it
+    assert stopped == [False, False, False, True, False, False]
+
+
+def _still_dev_config(**train) -> ml_collections.ConfigDict:
+    """A tiny run whose parameters do not move (SGD at a step size far below float32's
+    resolution), so its first dev evaluation stays the best; dev after every step."""
+    config = tiny_config()
+    config.optim.update(dict(name="sgd", learning_rate=1e-30, weight_decay=0.0, clip_norm=0.0))
+    config.train.update(dict(num_steps=0, epochs=6, eval_every=1, log_every=1, patience=1))
+    config.train.update(train)
+    return config
+
+
+def test_patience_min_epochs_holds_early_stopping_for_passes_over_the_data(tmp_path):
+    epoch = loop.train_and_evaluate(_still_dev_config(epochs=1, eval_every=0, patience=0),
+                                    tmp_path / "epoch")
+    steps_per_epoch = epoch["steps"]
+    assert epoch["stopped by"] == "cap" and steps_per_epoch > 2
+    plain = loop.train_and_evaluate(_still_dev_config(), tmp_path / "plain")
+    assert (plain["best step"], plain["steps"], plain["stopped by"]) == (1, 2, "patience")
+    held = loop.train_and_evaluate(_still_dev_config(patience_min_epochs=1.5), tmp_path / "held")
+    wait = math.ceil(1.5 * steps_per_epoch)  # steps after the best (step 1) before it may stop
+    assert (held["best step"], held["steps"], held["stopped by"]) == (1, 1 + wait, "patience")
+    dev = report.read_metrics(tmp_path / "held" / report.METRICS_FILE, "dev")
+    assert [r["step"] for r in dev][:1 + wait] == list(range(1, 2 + wait))
 
 
 # ----------------------------------------------------------------------------- compilation

@@ -76,7 +76,8 @@ RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
 # Keys outside the model sections added after runs were saved, at the value that computes what
 # such a run computed: a saved run without the key resumes with it at this value.
-ADDED_KEY_DEFAULTS = {"task.split_seed": -1}  # -1: the splits are carved with train.seed
+ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
+                      "train.patience_min_epochs": 0.0}  # 0.0: evaluations alone stop a run
 _ABSENT = "<absent>"
 
 

@@ -11,8 +11,9 @@ one such training run:
   records it);
 - evaluates on dev every `train.eval_every` steps (0: once per epoch) and at the end, keeps the
   `checkpoint.best_k` best parameter sets by the task's primary metric, stops after
-  `train.patience` evaluations without improvement (0: never), then evaluates the best parameters
-  on dev and test;
+  `train.patience` evaluations without improvement (0: never) once `train.patience_min_epochs`
+  passes over the training data have also gone by since the best one (0: the evaluations alone
+  decide), then evaluates the best parameters on dev and test;
 - saves the full state every `checkpoint.every` steps (0: at every evaluation) and resumes from
   the latest checkpoint in `workdir` automatically: params, optimiser state, step, RNG key and the
   data position (epoch, batch index), so a resumed run continues exactly like an uninterrupted one;
@@ -331,16 +332,19 @@ class Position:
     window: dict[str, Any] = dataclasses.field(default_factory=dict)
     compiled: dict[str, float | None] = dataclasses.field(default_factory=dict)
 
-    def record_evaluation(self, step: int, score: float, patience: int, best_k: int) -> bool:
-        """Updates the best scores and the early-stopping counter (patience 0: never stops);
-        True when `score` is among the `best_k` best so far (its parameters are worth keeping).
-        A score that is nan or inf counts as no improvement and is never kept."""
+    def record_evaluation(self, step: int, score: float, patience: int, best_k: int,
+                          min_steps: int = 0) -> bool:
+        """Updates the best scores and the early-stopping counter: stopped once `patience`
+        evaluations (0: never stops) and at least `min_steps` steps have gone by since the best
+        one. True when `score` is among the `best_k` best so far (its parameters are worth
+        keeping). A score that is nan or inf counts as no improvement and is never kept."""
         finite = math.isfinite(score)
         if finite and (not self.top_scores or score > self.top_scores[0]):
             self.best_step, self.evals_since_best = step, 0
         else:
             self.evals_since_best += 1
-        self.stopped = 0 < patience <= self.evals_since_best
+        self.stopped = (0 < patience <= self.evals_since_best
+                        and step - max(self.best_step, 0) >= min_steps)
         if not finite or (len(self.top_scores) == best_k and score <= self.top_scores[-1]):
             return False
         self.top_scores = sorted([*self.top_scores, score], reverse=True)[:best_k]
@@ -606,8 +610,8 @@ def fit(setup: Setup, state: TrainState, position: Position,
         if watch.reached(step):  # a signal during that wait or the last step's evaluation
             _stop(checkpoints, watch, step, setup.workdir)
     if position.stopped:
-        log.info("early stopping at step %d: no dev improvement in %d evaluations", step,
-                 train_cfg.patience)
+        log.info("early stopping at step %d: no dev improvement in %d evaluations since the "
+                 "best, at step %d", step, position.evals_since_best, position.best_step)
     return state, position
 
 
@@ -641,7 +645,9 @@ def _evaluate_dev(setup: Setup, state: TrainState, step: int,
     if not math.isfinite(score):
         log.warning("step %d: dev %s is %s, never a best checkpoint", step, task.primary_metric,
                     score)
-    if position.record_evaluation(step, score, config.train.patience, config.checkpoint.best_k):
+    if position.record_evaluation(step, score, config.train.patience, config.checkpoint.best_k,
+                                  min_steps=math.ceil(config.train.patience_min_epochs
+                                                      * setup.batchers["train"].num_batches)):
         checkpoints.save_best(state, score, {"step": step, **dev})
     train_log.restart_clock()
 

@@ -80,6 +80,7 @@ MEANINGS: dict[str, str] = {
     "train.log_every": "steps between train-loss records in metrics.jsonl",
     "train.seed": "seed of initialisation, shuffling and carved splits",
     "train.patience": "stop after this many evaluations without gain (0: never)",
+    "train.patience_min_epochs": "with patience, wait this many epochs after the best (0: off)",
     "train.progress_bar": "show a progress bar (on a terminal only)",
     "train.distributed": "call jax.distributed.initialize() (multi-host runs)",
     "train.nonfinite": '"stop" or "skip" a step whose loss or gradient is nan/inf or diverged',

@@ -106,6 +106,7 @@ RULES: dict[str, Rule] = {
     "train.log_every": POSITIVE_INT,
     "train.seed": NON_NEGATIVE_INT,
     "train.patience": count("no early stopping"),
+    "train.patience_min_epochs": NON_NEGATIVE_REAL,
     "train.samples": count("no samples"),
     "train.divergence_bound": Rule(lambda v: _is_real(v) and v >= 0,
                                    "must be a number >= 0 (0: no bound)"),
