@@ -1,10 +1,18 @@
-"""SICK-R / STS-B: the Tai et al. (2015) relatedness head trained on frozen sentence vectors.
+"""SICK-R / STS-B: a relatedness head trained on frozen sentence vectors.
 
-The head (`jaxenc.tasks.heads.RelatednessHead`) sees u * v and |u - v| and predicts a distribution
-over the K integer scores of the dataset's range; the prediction is its expectation. It is trained
-with Adam on minibatches against the sparse target distribution (KL loss), one jitted `lax.scan`
-per epoch, and the parameters with the best dev Pearson are kept. When dev is read and when
-training stops is a `RelatednessSchedule` (`SCHEDULES`):
+The head sees u * v and |u - v| and predicts a distribution over the K integer scores of the
+dataset's range; the prediction is its expectation. It is trained with Adam (learning rate 1e-3,
+batch 64) on minibatches against the sparse target distribution of Tai et al., one jitted
+`lax.scan` per epoch, and the parameters with the best dev Pearson are kept. Which head and loss
+is a name of `HEADS`:
+
+- "tai" (the default, heads_and_eval.md): Tai et al. (2015), a sigmoid hidden layer of 50
+  (`jaxenc.tasks.heads.RelatednessHead`), KL(target || p) averaged over the batch.
+- "senteval": SentEval's `RelatednessPytorch`, one linear layer and a softmax over
+  [|u - v|, u * v] (`jaxenc.tasks.heads.LinearRelatednessHead`), the squared error of p against
+  the target summed over the batch and the classes (its `nn.MSELoss` with size_average off).
+
+When dev is read and when training stops is a `RelatednessSchedule` (`SCHEDULES`):
 
 - "senteval" (the default): SentEval's `RelatednessPytorch.run` (the toolkit the encoders'
   papers evaluate with; heads_and_eval.md leaves the schedule open): dev after every 50 epochs,
@@ -20,14 +28,16 @@ training stops is a `RelatednessSchedule` (`SCHEDULES`):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxenc.tasks.heads import RelatednessHead, expected_score
-from jaxenc.tasks.losses import kl_divergences, relatedness_target
+from jaxenc.tasks.heads import LinearRelatednessHead, RelatednessHead, expected_score
+from jaxenc.tasks.losses import kl_divergences, relatedness_target, squared_errors
 from jaxenc.tasks.metrics import mean_squared_error, pearson, spearman
 
 SEED = 1111
@@ -73,6 +83,36 @@ DEFAULT_SCHEDULE = "senteval"
 
 
 @dataclasses.dataclass(frozen=True)
+class RelatednessModel:
+    """A head and its training loss (module docstring). build(K, hidden width) -> a module
+    mapping u, v [B, D] to log p [B, K]; loss(target [B, K], log p [B, K], weight [B]) -> the
+    minibatch's loss (weight 0: a filler row)."""
+
+    build: Callable[[int, int], nn.Module]
+    loss: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+def _mean_kl(target: jax.Array, log_probs: jax.Array, weight: jax.Array) -> jax.Array:
+    return weight @ kl_divergences(target, log_probs) / jnp.maximum(jnp.sum(weight), 1.0)
+
+
+def _summed_squared_error(target: jax.Array, log_probs: jax.Array, weight: jax.Array
+                          ) -> jax.Array:
+    return weight @ squared_errors(target, log_probs)
+
+
+HEADS = {
+    "tai": RelatednessModel(
+        lambda num_classes, hidden_dim: RelatednessHead(num_classes=num_classes,
+                                                        hidden_dim=hidden_dim), _mean_kl),
+    "senteval": RelatednessModel(
+        lambda num_classes, hidden_dim: LinearRelatednessHead(num_classes=num_classes),
+        _summed_squared_error),
+}
+DEFAULT_HEAD = "tai"
+
+
+@dataclasses.dataclass(frozen=True)
 class RelatednessScore:
     """Test Pearson / Spearman / MSE of the epoch with the best dev Pearson."""
 
@@ -83,12 +123,11 @@ class RelatednessScore:
     best_epoch: int
 
 
-def _epoch_runner(head: RelatednessHead, optimizer: optax.GradientTransformation):
+def _epoch_runner(head: nn.Module, head_loss: Callable, optimizer: optax.GradientTransformation):
     """A jitted function running one epoch of minibatch steps given its batch plan."""
 
     def loss(params, u, v, target, weight):
-        log_probs = head.apply({"params": params}, u, v)
-        return weight @ kl_divergences(target, log_probs) / jnp.maximum(jnp.sum(weight), 1.0)
+        return head_loss(target, head.apply({"params": params}, u, v), weight)
 
     @jax.jit
     def run_epoch(params, opt_state, u, v, targets, batch_rows, batch_weights):
@@ -122,21 +161,24 @@ def _batch_plan(num_rows: int, batch_size: int, rng: np.random.Generator
 def fit_relatedness(train: PairSplit, dev: PairSplit, test: PairSplit, *,
                     score_range: tuple[float, float], seed: int = SEED, hidden_dim: int = 50,
                     batch_size: int = 64, learning_rate: float = 1e-3,
-                    schedule: RelatednessSchedule | str = DEFAULT_SCHEDULE) -> RelatednessScore:
-    """Trains the head on train, reads dev Pearson when `schedule` (a RelatednessSchedule or a
-    name of SCHEDULES) says, keeps the best parameters and scores test once with them."""
+                    schedule: RelatednessSchedule | str = DEFAULT_SCHEDULE,
+                    head: str = DEFAULT_HEAD) -> RelatednessScore:
+    """Trains the head named `head` (of HEADS; `hidden_dim`: the Tai head's hidden width) on
+    train, reads dev Pearson when `schedule` (a RelatednessSchedule or a name of SCHEDULES)
+    says, keeps the best parameters and scores test once with them."""
     if isinstance(schedule, str):
         schedule = SCHEDULES[schedule]
     low, _ = score_range
-    head = RelatednessHead(num_classes=num_score_classes(score_range), hidden_dim=hidden_dim)
+    model = HEADS[head]
+    head_module = model.build(num_score_classes(score_range), hidden_dim)
     optimizer = optax.adam(learning_rate)
     u, v, scores = (jnp.asarray(a, jnp.float32) for a in train)
-    params = head.init(jax.random.key(seed), u[:1], v[:1])["params"]
+    params = head_module.init(jax.random.key(seed), u[:1], v[:1])["params"]
     opt_state = optimizer.init(params)
     targets = score_distribution(scores, score_range)
-    run_epoch = _epoch_runner(head, optimizer)
-    predict = jax.jit(lambda params, u, v: expected_score(head.apply({"params": params}, u, v))
-                      + low - 1.0)
+    run_epoch = _epoch_runner(head_module, model.loss, optimizer)
+    predict = jax.jit(lambda params, u, v: expected_score(
+        head_module.apply({"params": params}, u, v)) + low - 1.0)
     rng = np.random.default_rng(seed)
     best_pearson, best_params, best_epoch = -np.inf, params, 0
     epoch, misses = 0, 0

@@ -87,6 +87,7 @@ def _details(task: str, entry: Mapping) -> list[str]:
         dev = f"dev acc {metrics['dev_accuracy']:.1f}, L2 {', '.join(f'{x:g}' for x in l2s)}"
     elif "dev_pearson" in metrics:
         schedule = f", {metrics['schedule']} schedule" if "schedule" in metrics else ""
+        schedule += f", {metrics['head']} head" if "head" in metrics else ""
         dev = (f"dev Pearson {metrics['dev_pearson']:.3f} (epoch {metrics['best_epoch']}"
                f"{schedule}); "
                f"test Spearman {metrics['spearman']:.3f}, MSE {metrics['mse']:.3f}")

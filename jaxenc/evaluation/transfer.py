@@ -7,10 +7,11 @@ or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (hea
 - MR, CR, SUBJ, MPQA: logistic regression, nested stratified 10-fold CV (inner folds choose L2).
 - TREC (6 coarse classes), MRPC (accuracy and F1): 10-fold CV on train chooses L2, refit, test.
 - SST2, SST5, SICKE: L2 chosen on dev, test once.
-- SICKR, STSB: the Tai et al. relatedness head, the best dev Pearson kept, test Pearson /
-  Spearman / MSE; dev is read as SentEval reads it (`--relatedness_schedule senteval`, the
-  default: every 50 epochs, up to 1000) or after every epoch (`epoch`: 5 epochs of patience, up
-  to 100; jaxenc/evaluation/relatedness.py).
+- SICKR, STSB: the Tai et al. relatedness head (`--relatedness_head tai`, the default) or
+  SentEval's linear one (`senteval`), the best dev Pearson kept, test Pearson / Spearman / MSE;
+  dev is read as SentEval reads it (`--relatedness_schedule senteval`, the default: every 50
+  epochs, up to 1000) or after every epoch (`epoch`: 5 epochs of patience, up to 100;
+  jaxenc/evaluation/relatedness.py).
 - STS12..STS16: cosine similarity, Pearson and Spearman per subset, mean and size-weighted mean.
 
 Pair tasks (MRPC, SICKE) classify [|u - v|, u * v]. Seeds are fixed (1111, as SentEval). The
@@ -50,7 +51,13 @@ from jaxenc.evaluation.logreg import (
     nested_cross_validation,
     select_on_dev,
 )
-from jaxenc.evaluation.relatedness import DEFAULT_SCHEDULE, SCHEDULES, fit_relatedness
+from jaxenc.evaluation.relatedness import (
+    DEFAULT_HEAD,
+    DEFAULT_SCHEDULE,
+    HEADS,
+    SCHEDULES,
+    fit_relatedness,
+)
 from jaxenc.evaluation.report import render_markdown, write_report
 from jaxenc.evaluation.sts import score_subset, summarize
 from jaxenc.tasks.metrics import binary_f1
@@ -105,13 +112,14 @@ def task_names(names: str | Sequence[str]) -> list[str]:
 @dataclasses.dataclass(frozen=True)
 class _Run:
     """What every task evaluation needs: the encoder, its cache, the data root, the seed, and
-    the relatedness head's schedule (a name of relatedness.SCHEDULES)."""
+    the relatedness head's schedule and head (names of relatedness.SCHEDULES and HEADS)."""
 
     encoder: SentenceEncoder
     cache: EmbeddingCache
     data_root: Path
     seed: int
     relatedness_schedule: str = DEFAULT_SCHEDULE
+    relatedness_head: str = DEFAULT_HEAD
 
     def vectors(self, task: str, split: str) -> tuple[list[Example], list[np.ndarray]]:
         """(examples, [u] or [u, v]): float32[N, D] per sentence role, encoded in one call."""
@@ -177,9 +185,9 @@ def _relatedness(run: _Run, task: str) -> dict:
     info = registry.DATASETS[TASKS[task].dataset]
     train, dev, test = (run.scored_pairs(task, split) for split in ("train", "dev", "test"))
     score = fit_relatedness(train, dev, test, score_range=info.score_range, seed=run.seed,
-                            schedule=run.relatedness_schedule)
+                            schedule=run.relatedness_schedule, head=run.relatedness_head)
     return {**dataclasses.asdict(score), "schedule": run.relatedness_schedule,
-            "num_test": len(test[2])}
+            "head": run.relatedness_head, "num_test": len(test[2])}
 
 
 def _sts(run: _Run, task: str) -> dict:
@@ -241,7 +249,8 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
                  out_dir: str | os.PathLike | None = None, *, seed: int = SEED,
                  cache_dir: str | os.PathLike | None = None,
                  long_sentences: str = "truncate",
-                 relatedness_schedule: str = DEFAULT_SCHEDULE) -> dict:
+                 relatedness_schedule: str = DEFAULT_SCHEDULE,
+                 relatedness_head: str = DEFAULT_HEAD) -> dict:
     """Evaluates `encoder` on `tasks` and, with `out_dir`, writes the report there.
 
     Args:
@@ -257,6 +266,8 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
         model encoder's max_length tokens (`jaxenc.encoding.Encoder`).
       relatedness_schedule: when SICKR's and STSB's head reads dev and stops: a name of
         `jaxenc.evaluation.relatedness.SCHEDULES`.
+      relatedness_head: SICKR's and STSB's head and loss: a name of
+        `jaxenc.evaluation.relatedness.HEADS` ("tai", or SentEval's linear "senteval").
 
     Returns:
       {"encoder": name, "seed": seed, "tasks": {TASK: {"status": "ok", "seconds", "metrics"} or
@@ -268,12 +279,16 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
     if relatedness_schedule not in SCHEDULES:
         raise ConfigError(f"relatedness schedule {relatedness_schedule!r} is not one of "
                           f"{', '.join(SCHEDULES)} (fix: --relatedness_schedule senteval)")
+    if relatedness_head not in HEADS:
+        raise ConfigError(f"relatedness head {relatedness_head!r} is not one of "
+                          f"{', '.join(HEADS)} (fix: --relatedness_head {DEFAULT_HEAD})")
     if isinstance(encoder, str):
         encoder = load_encoder(encoder, long_sentences=long_sentences)
     data_root = paths.data_dir(data_dir)
     if cache_dir is None and out_dir is not None:
         cache_dir = Path(out_dir) / "cache"
-    run = _Run(encoder, EmbeddingCache(cache_dir), data_root, seed, relatedness_schedule)
+    run = _Run(encoder, EmbeddingCache(cache_dir), data_root, seed, relatedness_schedule,
+               relatedness_head)
     results = {"encoder": encoder.name, "seed": seed, "tasks": {}}
     for task in names:
         results["tasks"][task] = _evaluate(run, task)
@@ -339,6 +354,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
                         "SentEval, every 50 epochs, the 4th evaluation without a gain, at most "
                         "1000 (senteval, the default), or after every epoch, 5 epochs past the "
                         "best, at most 100 (epoch)")
+    parser.add_argument("--relatedness_head", choices=list(HEADS), default=DEFAULT_HEAD,
+                        help="the SICKR / STSB head: Tai et al.'s sigmoid hidden layer of 50 "
+                        "with a KL loss (tai, the default), or SentEval's one linear layer "
+                        "with a squared error on the probabilities (senteval)")
     args = parser.parse_args(argv)
     tasks = task_names(list(TASKS) if args.tasks is None else args.tasks)
     if args.tasks is not None and not args.skip_missing:  # before the encoder is loaded
@@ -346,7 +365,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     results = run_transfer(args.encoder, tasks, args.data_dir, args.out, seed=args.seed,
                            cache_dir=args.cache_dir, long_sentences=args.long_sentences,
-                           relatedness_schedule=args.relatedness_schedule)
+                           relatedness_schedule=args.relatedness_schedule,
+                           relatedness_head=args.relatedness_head)
     print(render_markdown(results))
     failed = [f"{task}: {entry['reason']}" for task, entry in results["tasks"].items()
               if entry["status"] == "failed"]

@@ -79,6 +79,28 @@ class RelatednessHead(nn.Module):
         return jax.nn.log_softmax(dense(self.num_classes, "logits")(h_s))
 
 
+class LinearRelatednessHead(nn.Module):
+    """SentEval's `RelatednessPytorch` model: u, v [B, D] -> log p [B, K] over the K score
+    classes, p = softmax(W [|u - v|, u * v] + b), W [2D, K]: one linear layer, no hidden one.
+
+    Initialised as PyTorch's `nn.Linear` (its model): weights and bias uniform in
+    +-1 / sqrt(2D).
+    """
+
+    num_classes: int = 5
+
+    @nn.compact
+    def __call__(self, u: jax.Array, v: jax.Array) -> jax.Array:
+        features = jnp.concatenate([jnp.abs(u - v), u * v], axis=-1)
+        bound = features.shape[-1] ** -0.5
+        logits = nn.Dense(
+            self.num_classes, name="logits",
+            kernel_init=nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform"),
+            bias_init=lambda key, shape, dtype=jnp.float32: jax.random.uniform(
+                key, shape, dtype, -bound, bound))(features)
+        return jax.nn.log_softmax(logits)
+
+
 def expected_score(log_probs: jax.Array, min_score: float = 1.0) -> jax.Array:
     """log p [B, K] -> y^ = sum_k (min_score + k) p_k [B] (SICK: classes are the scores 1..5)."""
     scores = min_score + jnp.arange(log_probs.shape[-1], dtype=log_probs.dtype)

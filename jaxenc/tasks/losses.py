@@ -32,6 +32,12 @@ def kl_divergences(target: jax.Array, log_probs: jax.Array) -> jax.Array:
     return jnp.sum(jax.scipy.special.xlogy(target, target) - target * log_probs, axis=-1)
 
 
+def squared_errors(target: jax.Array, log_probs: jax.Array) -> jax.Array:
+    """sum_k (p_k - target_k)^2 per row: target, log p [B, K] -> [B] (SentEval's relatedness
+    loss, `nn.MSELoss` summed, on the probabilities)."""
+    return jnp.sum(jnp.square(jnp.exp(log_probs) - target), axis=-1)
+
+
 def token_losses(logits: jax.Array, targets: jax.Array, label_smoothing: float = 0.0) -> jax.Array:
     """Cross-entropy against targets smoothed by `label_smoothing`: logits [B, T, V] -> [B, T].
 
