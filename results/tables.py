@@ -41,6 +41,9 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
   aae_schedule results/meanmax_aae: SICK-R of the same frozen vectors with the relatedness head
                read after every epoch (results/meanmax_aae/epoch_schedule/, reports made before
                SentEval's schedule became the default) and every 50 epochs (the current reports)
+  aae_relatedness_head  results/meanmax_aae: SICK-R of the same frozen vectors with the Tai et
+               al. head (the current reports) and SentEval's linear head
+               (results/meanmax_aae/senteval_head/, `eval.transfer --relatedness_head senteval`)
   aae_bench    results/meanmax_aae: the train step's throughput of the small and the paper config;
                from results/meanmax_aae/bench_{small,paper}.md (`bench.bench_meanmax --out`)
   main_job     docs/results.md: what the main job (README.md, "Two commands") printed, best dev
@@ -86,6 +89,7 @@ AAE_PAGE = RESULTS / "meanmax_aae"
 AAE_RUNS = AAE_PAGE / "runs"
 AAE_EARLIER = AAE_PAGE / "earlier_defaults"
 AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
+AAE_SENTEVAL_HEAD = AAE_PAGE / "senteval_head"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
@@ -576,6 +580,21 @@ def aae_schedule_table() -> str:
                      "SICK-R, dev every 50 epochs as SentEval (kept epoch)"], rows)
 
 
+def aae_relatedness_head_table() -> str:
+    """SICK-R of the same frozen vectors with the Tai et al. head (the current reports) and with
+    SentEval's linear head (the reports in AAE_SENTEVAL_HEAD), both read on dev as SentEval."""
+    rows = []
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        for seed, (_, report) in aae_seeds(pooling).items():
+            linear = AAE_SENTEVAL_HEAD / report.name
+            if linear.is_file():
+                rows.append([f"AAE small, {label}, seed {seed}", _sickr(report), _sickr(linear)])
+    rows.append(["bag, same vectors", _sickr(AAE_BAG),
+                 _sickr(AAE_SENTEVAL_HEAD / "transfer_bag_glove-6b-50d.md")])
+    return markdown(["encoder", "SICK-R, Tai et al. head (kept epoch)",
+                     "SICK-R, SentEval's linear head (kept epoch)"], rows)
+
+
 def aae_pooling_table() -> str:
     """Transfer scores and held-out reconstruction (token accuracy / perplexity / beam-4 BLEU on
     the held-out test sentences) of the three poolings at the earlier defaults (one seed each),
@@ -707,6 +726,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "aae_transfer": aae_transfer_table, "aae_training": aae_training_table,
     "aae_pooling_now": aae_pooling_now_table, "aae_pooling": aae_pooling_table,
     "aae_schedule": aae_schedule_table,
+    "aae_relatedness_head": aae_relatedness_head_table,
     "aae_bench": aae_bench_table,
     "sst5": sst5_table, "sst5_runs": sst5_runs_table,
     "main_job": main_job_table, "main_job_pairs": main_job_pairs_table,
@@ -728,6 +748,7 @@ PAGES = {
     "aae_pooling_now": AAE_PAGE / "README.md",
     "aae_pooling": AAE_PAGE / "README.md",
     "aae_schedule": AAE_PAGE / "README.md",
+    "aae_relatedness_head": AAE_PAGE / "README.md",
     "aae_bench": AAE_PAGE / "README.md",
     "sst5": RESULTS / "encoders" / "README.md",
     "sst5_runs": RESULTS / "encoders" / "README.md",

@@ -216,3 +216,39 @@ def test_the_schedule_table_reads_sickr_and_its_kept_epoch(tables, tmp_path):
         "| SICKR | 0.757 | dev Pearson 0.730 (epoch 450, senteval schedule); test Spearman "
         "0.672, MSE 0.437 | 4927 | 4.5 |\n", encoding="utf-8")
     assert tables._sickr(report) == "0.757 (epoch 450)"
+
+
+def _sickr_report(path, pearson: str, epoch: int, head: str) -> None:
+    path.write_text(
+        f"## Transfer results: `x` (seed 1111)\n\n| task | ours |\n|---|---|\n| SICKR | {pearson} |"
+        "\n\nAccuracy in %.\n\n| task | ours | selection / details | test size | seconds |\n"
+        f"|---|---|---|---|---|\n| SICKR | {pearson} | dev Pearson 0.7 (epoch {epoch}, senteval "
+        f"schedule, {head} head); test Spearman 0.6, MSE 0.4 | 4927 | 4.5 |\n", encoding="utf-8")
+
+
+def test_the_head_table_pairs_each_run_with_its_linear_head_report(tables, tmp_path, monkeypatch):
+    """A committed run with a linear-head report gets a row (Tai's report, then SentEval's); a
+    run without one gets none; the bag's row comes last."""
+    runs, linear = tmp_path / "runs", tmp_path / "senteval_head"
+    runs.mkdir(), linear.mkdir()
+    for name in ("meanmax_s0", "meanmax_s1", "max_s0"):
+        (runs / f"train_small_{name}.md").write_text("| model |\n|---|\n| aae |\n")
+        _sickr_report(runs / f"transfer_small_{name}.md", "0.770", 100, "tai")
+    _sickr_report(linear / "transfer_small_meanmax_s1.md", "0.781", 500, "senteval")
+    _sickr_report(linear / "transfer_small_max_s0.md", "0.779", 950, "senteval")
+    _sickr_report(linear / "transfer_bag_glove-6b-50d.md", "0.728", 950, "senteval")
+    _sickr_report(tmp_path / "bag.md", "0.757", 450, "tai")
+    monkeypatch.setattr(tables, "AAE_RUNS", runs)
+    monkeypatch.setattr(tables, "AAE_SENTEVAL_HEAD", linear)
+    monkeypatch.setattr(tables, "AAE_BAG", tmp_path / "bag.md")
+    rows = tables.read_rows(_written(tmp_path, tables.aae_relatedness_head_table()))
+    assert [list(r.values()) for r in rows] == [
+        ["AAE small, mean + max, seed 1", "0.770 (epoch 100)", "0.781 (epoch 500)"],
+        ["AAE small, max only, seed 0", "0.770 (epoch 100)", "0.779 (epoch 950)"],
+        ["bag, same vectors", "0.757 (epoch 450)", "0.728 (epoch 950)"]]
+
+
+def _written(folder, table: str):
+    path = folder / "table.md"
+    path.write_text(table + "\n", encoding="utf-8")
+    return path
