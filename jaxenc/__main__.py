@@ -1,6 +1,8 @@
 """`python -m jaxenc --version`: print the library version (and the JAX backend with -v);
 `python -m jaxenc export WORKDIR OUT`: export a trained encoder (jaxenc.exporting, see --help);
-`python -m jaxenc verify OUT`: check an export's files and print the digest that pins it."""
+`python -m jaxenc verify OUT`: check an export's files and print the digest that pins it;
+`python -m jaxenc predict WORKDIR --out FILE`: a trained run's per-example test outputs
+(jaxenc.training.predict)."""
 
 import argparse
 import sys
@@ -49,12 +51,18 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["verify"]:
         verify(argv[1:])
         return
+    if argv[:1] == ["predict"]:
+        from jaxenc.training import predict
+
+        predict.main(argv[1:])
+        return
     parser = argparse.ArgumentParser(
         prog="python -m jaxenc",
         description="jaxenc: syntax-aware sentence encoders in JAX/Flax. "
         "Training: python -m train.main --help; evaluation: python -m eval.transfer --help; "
         "export of a trained encoder: python -m jaxenc export --help; check of an export and "
-        "the digest that pins it: python -m jaxenc verify --help.",
+        "the digest that pins it: python -m jaxenc verify --help; a trained run's per-example "
+        "outputs: python -m jaxenc predict --help.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print JAX devices")

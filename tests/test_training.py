@@ -29,7 +29,7 @@ from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, loop, predict, report
 from jaxenc.training.optim import build_optimizer, weight_decay_mask
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
@@ -552,6 +552,24 @@ def test_finished_run_resumes_without_training_again(finished_run):
     # nothing left to train: the measurements of the run that trained, saved with its position
     assert again["compiled shapes"] == rows[0]["compiled shapes"] == 2
     assert again["train peak MiB"] == rows[0]["train peak MiB"] > 0
+
+
+def test_predict_gives_each_example_the_run_s_own_output_in_split_order(finished_run, tmp_path):
+    config, workdir, rows = finished_run
+    splits = loop.load_splits(config)
+    outputs = predict.predict(workdir, "test")
+    assert outputs["label"].tolist() == [example.label for example in splits["test"]]
+    accuracy = np.mean(outputs["prediction"] == outputs["label"])
+    assert accuracy == pytest.approx(rows[0]["test accuracy"], abs=1e-6)
+    predict.main([str(workdir), "--split", "dev", "--out", str(tmp_path / "dev.jsonl")])
+    lines = [json.loads(line) for line in (tmp_path / "dev.jsonl").read_text().splitlines()]
+    assert [line["index"] for line in lines] == list(range(len(splits["dev"])))
+    assert [line["label"] for line in lines] == [example.label for example in splits["dev"]]
+    accuracy = np.mean([line["prediction"] == line["label"] for line in lines])
+    assert accuracy == pytest.approx(rows[0]["dev accuracy"], abs=1e-6)
+    with pytest.raises(ConfigError, match="--split validation: the run in .* has splits dev, "
+                                          r"test, train \(fix: --split test\)"):
+        predict.predict(workdir, "validation")
 
 
 def test_load_trained_encoder(finished_run):
