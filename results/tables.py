@@ -53,6 +53,11 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
   sst5         results/encoders: SST-5 test and dev accuracy, mean ± std over seeds; from
                results/encoders/runs/<model>_sst5_s<seed>.md
   sst5_runs    results/encoders: the rows of those run files
+  sst2_by_length, sst2_by_negation
+               results/encoders: SST-2 test accuracy of the Tree-LSTM and the Dependency-
+               Transformer (with and without relations) by sentence length and by negation,
+               mean over the seeds found; from results/encoders/sst2_breakdown/<run>.jsonl
+               (results/encoders/sst2_breakdown.py)
   disan_kernels, disan_goal, perf_goals, perf_train_rates
                results/disan/speed.md and docs/performance.md: the benchmark reports committed
                in results/ (results/bench_tables.py says which)
@@ -67,6 +72,8 @@ printed there (accuracies as fractions, shown in %).
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import statistics
 import sys
@@ -91,6 +98,11 @@ AAE_EARLIER = AAE_PAGE / "earlier_defaults"
 AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
 AAE_SENTEVAL_HEAD = AAE_PAGE / "senteval_head"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
+SST2_BREAKDOWN = RESULTS / "encoders" / "sst2_breakdown"
+# run prefix -> the model's column in the SST-2 breakdown tables
+SST2_MODELS = {"tree_lstm_sst2": "Tree-LSTM", "dt_sst2": "Dependency-Transformer",
+               "dt_plain_sst2": "Dependency-Transformer, no relations"}
+SST2_LENGTHS = ((1, 10), (11, 20), (21, 30), (31, None))  # token-count buckets, inclusive
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
 SEED = re.compile(r"_s(\d+)$")
@@ -185,6 +197,66 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+# --- results/encoders: SST-2 by sentence ------------------------------------------------------
+
+def sst2_sentences() -> dict[str, dict[int, list[dict]]]:
+    """model prefix -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl)."""
+    found: dict[str, dict[int, list[dict]]] = {}
+    for prefix in SST2_MODELS:
+        for path in sorted(SST2_BREAKDOWN.glob(f"{prefix}_s*.jsonl")):
+            match = SEED.search(path.stem)
+            if match and path.stem == f"{prefix}_s{match[1]}":
+                lines = path.read_text(encoding="utf-8").splitlines()
+                found.setdefault(prefix, {})[int(match[1])] = [json.loads(x) for x in lines]
+    return found
+
+
+def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]]) -> str:
+    """Accuracy (%) of each model's runs on the sentences of each group, the mean over its
+    seeds, and the Dependency-Transformer's difference from the Tree-LSTM."""
+    runs = sst2_sentences()
+    sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"{SST2_BREAKDOWN}: runs of different test sets ({sorted(sizes)} "
+                         "sentences)")
+    first = next(iter(next(iter(runs.values())).values()))
+    rows = []
+    for label, member in groups:
+        picked = [i for i, facts in enumerate(first) if member(facts)]
+        means = {}
+        for prefix, seeds in runs.items():
+            means[prefix] = statistics.mean(
+                100 * sum(rows_[i]["correct"] for i in picked) / len(picked)
+                for rows_ in seeds.values())
+        gap = means.get("dt_sst2", math.nan) - means.get("tree_lstm_sst2", math.nan)
+        rows.append([label, str(len(picked)),
+                     *(f"{means[p]:.1f}" if p in means else DASH for p in SST2_MODELS),
+                     f"{gap:+.1f}" if math.isfinite(gap) else DASH])
+    header = [f"{name} ({_seeds_label(runs.get(prefix, {}))})"
+              for prefix, name in SST2_MODELS.items()]
+    return markdown(["test sentences", "count", *header, "Dependency-Transformer − Tree-LSTM"],
+                    rows)
+
+
+def _seeds_label(seeds: dict) -> str:
+    return "no runs" if not seeds else f"seed{'s' if len(seeds) > 1 else ''} " + ", ".join(
+        map(str, seeds))
+
+
+def sst2_by_length_table() -> str:
+    """SST-2 test accuracy by token count (SST2_LENGTHS), and over every sentence."""
+    groups = [(f"{low}-{high} tokens" if high else f"{low}+ tokens",
+               lambda facts, low=low, high=high: low <= facts["tokens"] <= (high or math.inf))
+              for low, high in SST2_LENGTHS]
+    return _sst2_breakdown([*groups, ("all", lambda facts: True)])
+
+
+def sst2_by_negation_table() -> str:
+    """SST-2 test accuracy on the sentences with and without a negation word."""
+    return _sst2_breakdown([("with a negation word", lambda facts: facts["negation"]),
+                            ("without one", lambda facts: not facts["negation"])])
 
 
 # --- results/disan -----------------------------------------------------------------------------
@@ -719,6 +791,7 @@ def bench_table(name: str) -> Callable[[], str]:
 # --- pages -------------------------------------------------------------------------------------
 
 TABLES: dict[str, Callable[[], str]] = {
+    "sst2_by_length": sst2_by_length_table, "sst2_by_negation": sst2_by_negation_table,
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
@@ -734,6 +807,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                             "perf_train_rates")},
 }
 PAGES = {
+    "sst2_by_length": RESULTS / "encoders" / "README.md",
+    "sst2_by_negation": RESULTS / "encoders" / "README.md",
     "disan_sweep": RESULTS / "disan" / "README.md",
     "psan_table4": RESULTS / "psan" / "README.md",
     "psan_seeds": RESULTS / "psan" / "README.md",

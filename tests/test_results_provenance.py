@@ -6,6 +6,7 @@ holds no measured number: every column with a numeric cell says "(paper)" in its
 number printed in a paper), or the table holds no numeric cell at all (settings, flags,
 qualitative outcomes)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -252,3 +253,31 @@ def _written(folder, table: str):
     path = folder / "table.md"
     path.write_text(table + "\n", encoding="utf-8")
     return path
+
+
+def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypatch):
+    """Per group the share of correct sentences of each run, the mean over a model's seeds, and
+    the Dependency-Transformer minus the Tree-LSTM, against counts written here."""
+    facts = [(5, False), (12, True), (25, False), (40, True)]  # (tokens, negation)
+    correct = {"tree_lstm_sst2_s0": [1, 1, 0, 1], "dt_sst2_s0": [1, 0, 0, 1],
+               "dt_sst2_s1": [1, 1, 0, 0], "dt_plain_sst2_s3": [0, 0, 1, 1]}
+    for run, marks in correct.items():
+        (tmp_path / f"{run}.jsonl").write_text("".join(
+            json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
+            for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
+    monkeypatch.setattr(tables, "SST2_BREAKDOWN", tmp_path)
+    by_length = tables.read_rows(_written(tmp_path, tables.sst2_by_length_table()))
+    tree, dt, plain = (f"{tables.SST2_MODELS[prefix]} ({seeds})" for prefix, seeds in (
+        ("tree_lstm_sst2", "seed 0"), ("dt_sst2", "seeds 0, 1"), ("dt_plain_sst2", "seed 3")))
+    gap = "Dependency-Transformer − Tree-LSTM"
+    assert [r["test sentences"] for r in by_length] == [
+        "1-10 tokens", "11-20 tokens", "21-30 tokens", "31+ tokens", "all"]
+    assert [(r["count"], r[tree], r[dt], r[plain], r[gap]) for r in by_length] == [
+        ("1", "100.0", "100.0", "0.0", "+0.0"), ("1", "100.0", "50.0", "0.0", "-50.0"),
+        ("1", "0.0", "0.0", "100.0", "+0.0"), ("1", "100.0", "50.0", "100.0", "-50.0"),
+        ("4", "75.0", "50.0", "50.0", "-25.0")]
+    by_negation = tables.read_rows(_written(tmp_path, tables.sst2_by_negation_table()))
+    assert [(r["count"], r[dt]) for r in by_negation] == [("2", "50.0"), ("2", "50.0")]
+    (tmp_path / "dt_sst2_s2.jsonl").write_text('{"tokens": 3}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="runs of different test sets"):
+        tables.sst2_by_length_table()
