@@ -99,9 +99,11 @@ AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
 AAE_SENTEVAL_HEAD = AAE_PAGE / "senteval_head"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 SST2_BREAKDOWN = RESULTS / "encoders" / "sst2_breakdown"
-# run prefix -> the model's column in the SST-2 breakdown tables
-SST2_MODELS = {"tree_lstm_sst2": "Tree-LSTM", "dt_sst2": "Dependency-Transformer",
-               "dt_plain_sst2": "Dependency-Transformer, no relations"}
+# column of the SST-2 breakdown tables -> the names of its runs' files (group 1: the seed)
+SST2_MODELS = {"Tree-LSTM": r"tree_lstm_sst2_s(\d+)",
+               "Dependency-Transformer": r"dt_sst2_s(\d+)",
+               "Dependency-Transformer, no relations": r"dt_plain_sst2_s(\d+)",
+               "Dependency-Transformer, [root] sentence vector": r"diag_dt_sst2_s(\d+)_root"}
 SST2_LENGTHS = ((1, 10), (11, 20), (21, 30), (31, None))  # token-count buckets, inclusive
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
@@ -202,19 +204,20 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # --- results/encoders: SST-2 by sentence ------------------------------------------------------
 
 def sst2_sentences() -> dict[str, dict[int, list[dict]]]:
-    """model prefix -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl)."""
+    """column -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl)."""
     found: dict[str, dict[int, list[dict]]] = {}
-    for prefix in SST2_MODELS:
-        for path in sorted(SST2_BREAKDOWN.glob(f"{prefix}_s*.jsonl")):
-            match = SEED.search(path.stem)
-            if match and path.stem == f"{prefix}_s{match[1]}":
+    for path in sorted(SST2_BREAKDOWN.glob("*.jsonl")):
+        for column, pattern in SST2_MODELS.items():
+            match = re.fullmatch(pattern, path.stem)
+            if match:
                 lines = path.read_text(encoding="utf-8").splitlines()
-                found.setdefault(prefix, {})[int(match[1])] = [json.loads(x) for x in lines]
-    return found
+                found.setdefault(column, {})[int(match[1])] = [json.loads(x) for x in lines]
+    return {column: dict(sorted(found[column].items())) for column in SST2_MODELS
+            if column in found}
 
 
 def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]]) -> str:
-    """Accuracy (%) of each model's runs on the sentences of each group, the mean over its
+    """Accuracy (%) of each column's runs on the sentences of each group, the mean over its
     seeds, and the Dependency-Transformer's difference from the Tree-LSTM."""
     runs = sst2_sentences()
     sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
@@ -225,17 +228,14 @@ def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]]) -> str
     rows = []
     for label, member in groups:
         picked = [i for i, facts in enumerate(first) if member(facts)]
-        means = {}
-        for prefix, seeds in runs.items():
-            means[prefix] = statistics.mean(
-                100 * sum(rows_[i]["correct"] for i in picked) / len(picked)
-                for rows_ in seeds.values())
-        gap = means.get("dt_sst2", math.nan) - means.get("tree_lstm_sst2", math.nan)
+        means = {column: statistics.mean(
+            100 * sum(run[i]["correct"] for i in picked) / len(picked) for run in seeds.values())
+            for column, seeds in runs.items()}
+        gap = means.get("Dependency-Transformer", math.nan) - means.get("Tree-LSTM", math.nan)
         rows.append([label, str(len(picked)),
-                     *(f"{means[p]:.1f}" if p in means else DASH for p in SST2_MODELS),
+                     *(f"{means[c]:.1f}" if c in means else DASH for c in SST2_MODELS),
                      f"{gap:+.1f}" if math.isfinite(gap) else DASH])
-    header = [f"{name} ({_seeds_label(runs.get(prefix, {}))})"
-              for prefix, name in SST2_MODELS.items()]
+    header = [f"{column} ({_seeds_label(runs.get(column, {}))})" for column in SST2_MODELS]
     return markdown(["test sentences", "count", *header, "Dependency-Transformer − Tree-LSTM"],
                     rows)
 

@@ -260,15 +260,18 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
     the Dependency-Transformer minus the Tree-LSTM, against counts written here."""
     facts = [(5, False), (12, True), (25, False), (40, True)]  # (tokens, negation)
     correct = {"tree_lstm_sst2_s0": [1, 1, 0, 1], "dt_sst2_s0": [1, 0, 0, 1],
-               "dt_sst2_s1": [1, 1, 0, 0], "dt_plain_sst2_s3": [0, 0, 1, 1]}
+               "dt_sst2_s1": [1, 1, 0, 0], "dt_plain_sst2_s3": [0, 0, 1, 1],
+               "diag_dt_sst2_s0_root": [0, 1, 1, 1]}
     for run, marks in correct.items():
         (tmp_path / f"{run}.jsonl").write_text("".join(
             json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
             for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
     monkeypatch.setattr(tables, "SST2_BREAKDOWN", tmp_path)
     by_length = tables.read_rows(_written(tmp_path, tables.sst2_by_length_table()))
-    tree, dt, plain = (f"{tables.SST2_MODELS[prefix]} ({seeds})" for prefix, seeds in (
-        ("tree_lstm_sst2", "seed 0"), ("dt_sst2", "seeds 0, 1"), ("dt_plain_sst2", "seed 3")))
+    tree, dt, plain = "Tree-LSTM (seed 0)", "Dependency-Transformer (seeds 0, 1)", (
+        "Dependency-Transformer, no relations (seed 3)")
+    root = "Dependency-Transformer, [root] sentence vector (seed 0)"
+    assert [r[root] for r in by_length] == ["0.0", "100.0", "100.0", "100.0", "75.0"]
     gap = "Dependency-Transformer − Tree-LSTM"
     assert [r["test sentences"] for r in by_length] == [
         "1-10 tokens", "11-20 tokens", "21-30 tokens", "31+ tokens", "all"]
