@@ -69,11 +69,12 @@ case $tier in
     for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt dt_plain transformer tree_lstm}; do
        add $m $t $s; done; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
+        # (and SICK-R again with SentEval's linear relatedness head, the vectors cached)
     corpus=$RUNS/aae_corpus.txt
     [ -f $corpus ] || python -m jaxenc.data.corpus --data_dir $JAXENC_DATA_DIR --out $corpus
     for s in $SEEDS; do for pooling in ${POOLINGS:-meanmax mean max}; do
       dir=$RUNS/meanmax_aae_small_${pooling}_s$s
-      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.seed=$s --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1")
+      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.seed=$s --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1 && { [ -f $dir/transfer_senteval_head/results.md ] || python -m eval.transfer --encoder $dir --tasks SICKR --relatedness_head senteval --data_dir $JAXENC_DATA_DIR --out $dir/transfer_senteval_head --cache_dir $dir/transfer/cache; } > $dir.senteval_head.log 2>&1")
     done; done ;;
   *) echo "unknown tier $tier" >&2; exit 2 ;;
 esac

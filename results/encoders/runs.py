@@ -179,7 +179,8 @@ DIAGNOSES = {
                                  ("dt_plain", "trec", 1), ("dt_plain", "trec", 2),
                                  ("dt_plain", "sick_r", 0), ("dt", "sick_e", 0),
                                  ("dt_plain", "sick_e", 0), ("dt", "sst5", 0),
-                                 ("dt", "sst5", 1), ("dt", "sst2", 0))},
+                                 ("dt", "sst5", 1), ("dt", "sst2", 0),
+                                 ("dt", "sst2", 1))},
     **{f"diag_psan_{task}_s{seed}_finetuned": ("psan", task, seed,
                                                 {"model.freeze_embeddings": False})
        for task, seed in (("sick_r", 1), ("sick_r", 2), ("sick_e", 0), ("sick_e", 1),
