@@ -637,34 +637,37 @@ def _sickr(report: Path) -> str:
     return f"{found['ours']} (epoch {epoch})"
 
 
+def _aae_sickr_beside(other: Path, other_first: bool) -> list[list[str]]:
+    """Rows "AAE small, <pooling>, seed <s>" with SICK-R of the current report and of the report
+    of the same name in `other` (first when `other_first`), for the runs that have one there;
+    then the bag's row from AAE_BAG and `other`/transfer_bag_glove-6b-50d.md."""
+    pairs = []
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        for seed, (_, report) in aae_seeds(pooling).items():
+            if (other / report.name).is_file():
+                pairs.append((f"AAE small, {label}, seed {seed}", other / report.name, report))
+    pairs.append(("bag, same vectors", other / "transfer_bag_glove-6b-50d.md", AAE_BAG))
+    rows = []
+    for label, other_report, current in pairs:
+        cells = [_sickr(other_report), _sickr(current)]
+        rows.append([label, *(cells if other_first else cells[::-1])])
+    return rows
+
+
 def aae_schedule_table() -> str:
     """SICK-R of the same frozen vectors with the relatedness head read after every epoch (the
     reports in AAE_EPOCH_SCHEDULE) and as SentEval reads it (the current reports)."""
-    rows = []
-    for pooling, (label, _) in AAE_POOLINGS.items():
-        for seed, (_, report) in aae_seeds(pooling).items():
-            earlier = AAE_EPOCH_SCHEDULE / report.name
-            if earlier.is_file():
-                rows.append([f"AAE small, {label}, seed {seed}", _sickr(earlier), _sickr(report)])
-    rows.append(["bag, same vectors", _sickr(AAE_EPOCH_SCHEDULE / "transfer_bag_glove-6b-50d.md"),
-                 _sickr(AAE_BAG)])
     return markdown(["encoder", "SICK-R, dev after every epoch (kept epoch)",
-                     "SICK-R, dev every 50 epochs as SentEval (kept epoch)"], rows)
+                     "SICK-R, dev every 50 epochs as SentEval (kept epoch)"],
+                    _aae_sickr_beside(AAE_EPOCH_SCHEDULE, other_first=True))
 
 
 def aae_relatedness_head_table() -> str:
     """SICK-R of the same frozen vectors with the Tai et al. head (the current reports) and with
     SentEval's linear head (the reports in AAE_SENTEVAL_HEAD), both read on dev as SentEval."""
-    rows = []
-    for pooling, (label, _) in AAE_POOLINGS.items():
-        for seed, (_, report) in aae_seeds(pooling).items():
-            linear = AAE_SENTEVAL_HEAD / report.name
-            if linear.is_file():
-                rows.append([f"AAE small, {label}, seed {seed}", _sickr(report), _sickr(linear)])
-    rows.append(["bag, same vectors", _sickr(AAE_BAG),
-                 _sickr(AAE_SENTEVAL_HEAD / "transfer_bag_glove-6b-50d.md")])
     return markdown(["encoder", "SICK-R, Tai et al. head (kept epoch)",
-                     "SICK-R, SentEval's linear head (kept epoch)"], rows)
+                     "SICK-R, SentEval's linear head (kept epoch)"],
+                    _aae_sickr_beside(AAE_SENTEVAL_HEAD, other_first=False))
 
 
 def aae_pooling_table() -> str:
