@@ -14,7 +14,6 @@ results row for that split.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import os
 from collections.abc import Sequence
@@ -26,8 +25,7 @@ import numpy as np
 from jaxenc import cli
 from jaxenc.errors import ConfigError
 from jaxenc.training import checkpointing, loop
-from jaxenc.training.sharding import make_mesh, replicated, shard_batch
-from jaxenc.training.steps import to_host
+from jaxenc.training.sharding import make_mesh, replicated
 
 
 def predict(workdir: str | os.PathLike, split: str = "test") -> dict[str, np.ndarray]:
@@ -48,19 +46,15 @@ def predict(workdir: str | os.PathLike, split: str = "test") -> dict[str, np.nda
                                 replicated(setup.mesh))
     finally:
         checkpoints.close()
-    collected = collections.defaultdict(list)
-    for batch in setup.batchers[split].epoch(0):
-        outputs = to_host(setup.eval_step(params, shard_batch(batch, setup.mesh)))
-        real = batch["index"] >= 0
-        collected["index"].append(batch["index"][real])
-        for name, value in outputs.items():
-            if value.ndim != 1:
-                raise ConfigError(f"{workdir}: the {config.task.name} task's output {name!r} "
-                                  "is not one value per example (fix: predict a classification "
-                                  "or relatedness run)")
-            collected[name].append(value[real])
-    order = np.argsort(np.concatenate(collected.pop("index")))
-    return {name: np.concatenate(parts)[order] for name, parts in collected.items()}
+    with_index = lambda params, batch: {**setup.eval_step(params, batch), "index": batch["index"]}
+    collected = loop.collect(with_index, params, setup.batchers[split], setup.mesh)
+    for name, value in collected.items():
+        if value.ndim != 1:
+            raise ConfigError(f"{workdir}: the {config.task.name} task's output {name!r} is not "
+                              "one value per example (fix: predict a classification or "
+                              "relatedness run)")
+    order = np.argsort(collected.pop("index"))
+    return {name: value[order] for name, value in collected.items()}
 
 
 def write_jsonl(outputs: dict[str, np.ndarray], path: str | os.PathLike) -> None:
