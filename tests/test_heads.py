@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from jaxenc.data.vocab import PAD, ROOT, UNK
 from jaxenc.errors import ConfigError
 from jaxenc.layers.attention import MultiHeadAttention
 from jaxenc.layers.masks import PaddingMask, length_mask
@@ -142,12 +143,43 @@ def test_tagging_ignores_prefix_and_padding_positions():
     assert isinstance(task, TaggingTask)
     logits = RNG.normal(size=(2, 4, 3)).astype(np.float32)
     batch = {"tags": np.array([[-1, 2, 0, 0], [-1, 1, 1, 2]], np.int32),
+             "sentence/tokens": np.array([[ROOT, 7, 8, PAD], [ROOT, 9, 10, 11]], np.int32),
              "sentence/lengths": np.array([3, 4], np.int32), "weight": np.ones(2, np.float32)}
     valid = [(0, 1), (0, 2), (1, 1), (1, 2), (1, 3)]
     expected = np.mean([-np.log(np_softmax(logits[b, i])[batch["tags"][b, i]]) for b, i in valid])
     np.testing.assert_allclose(task.loss({"logits": logits}, batch), expected, rtol=1e-5)
     outputs = task.eval_outputs({"logits": logits}, batch)
     np.testing.assert_array_equal(outputs["count"], [2, 3])
+
+
+def test_tagging_scores_words_outside_the_training_vocabulary_apart():
+    """unknown_word_accuracy against a loop over the tagged positions whose token is UNK (an
+    UNK under padding, a filler row or an untagged position does not count)."""
+    task = build_task("tagging", _head_config(), num_tags=4)
+    logits = RNG.normal(size=(3, 6, 4)).astype(np.float32)
+    tokens = np.array([[ROOT, UNK, 7, UNK, UNK, PAD],
+                       [ROOT, 8, UNK, UNK, 9, UNK],
+                       [ROOT, UNK, UNK, 5, PAD, PAD]], np.int32)
+    tags = RNG.integers(0, 4, size=(3, 6)).astype(np.int32)
+    tags[:, 0] = -1
+    tags[1, 3] = -1  # a tag unseen in training
+    batch = {"tags": tags, "sentence/tokens": tokens,
+             "sentence/lengths": np.array([4, 6, 3], np.int32),
+             "weight": np.array([1, 1, 0], np.float32)}
+    right = wrong = 0
+    for b in range(2):  # row 2 is filler
+        for i in range(batch["sentence/lengths"][b]):
+            if tokens[b, i] == UNK and tags[b, i] >= 0:
+                hit = np.argmax(logits[b, i]) == tags[b, i]
+                right, wrong = right + hit, wrong + (not hit)
+    collected = {key: np.asarray(value)
+                 for key, value in task.eval_outputs({"logits": logits}, batch).items()}
+    assert collected["unknown_count"].sum() == right + wrong == 4
+    summary = task.summarize(collected)
+    assert summary["unknown_word_accuracy"] == pytest.approx(right / (right + wrong))
+    known = {key: np.zeros_like(value) if key.startswith("unknown") else value
+             for key, value in collected.items()}
+    assert "unknown_word_accuracy" not in task.summarize(known)
 
 
 def test_token_losses_with_label_smoothing_match_a_loop():

@@ -28,7 +28,7 @@ import numpy as np
 from jaxenc.data.batching import sentence_fields
 from jaxenc.data.featurize import target_sentence
 from jaxenc.data.records import Example
-from jaxenc.data.vocab import BOS, Vocabulary
+from jaxenc.data.vocab import BOS, UNK, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.embed import EMBEDDING_PARAM
 from jaxenc.layers.masks import length_mask
@@ -230,7 +230,12 @@ class Tagger(nn.Module):
 
 
 class TaggingTask(Task):
-    """Token tagging (POS): cross-entropy over positions whose tag is >= 0 (prefix/padding: -1)."""
+    """Token tagging (POS): cross-entropy over positions whose tag is >= 0 (prefix/padding: -1).
+
+    Metrics: token accuracy, per-token loss and "unknown_word_accuracy", the accuracy on the
+    tokens outside the training vocabulary (read as the unknown id, UNK), the usual tagger
+    breakdown of where errors come from; absent when a split has no such token.
+    """
 
     kind = "tagging"
     primary_metric = "accuracy"
@@ -257,11 +262,22 @@ class TaggingTask(Task):
         return weighted_mean(self._token_losses(outputs, batch), valid)
 
     def eval_outputs(self, outputs: Outputs, batch: Batch) -> dict[str, jax.Array]:
-        return _token_eval_outputs(outputs["logits"], batch["tags"], self._valid(batch),
+        """Per-example sums [B]: correct, count, loss over the tagged tokens, and
+        unknown_correct, unknown_count over those whose word is the unknown id."""
+        valid = self._valid(batch)
+        sums = _token_eval_outputs(outputs["logits"], batch["tags"], valid,
                                    self._token_losses(outputs, batch))
+        unknown = (valid & (batch["sentence/tokens"] == UNK)).astype(jnp.float32)
+        correct = jnp.argmax(outputs["logits"], -1) == batch["tags"]
+        return {**sums, "unknown_correct": (correct * unknown).sum(-1),
+                "unknown_count": unknown.sum(-1)}
 
     def summarize(self, collected: Mapping[str, np.ndarray]) -> dict[str, float]:
-        return _token_summary(collected)
+        summary = _token_summary(collected)
+        unknown = float(np.sum(collected["unknown_count"]))
+        if unknown:
+            summary["unknown_word_accuracy"] = float(np.sum(collected["unknown_correct"])) / unknown
+        return summary
 
 
 # ----------------------------------------------------------------------------- seq2seq
