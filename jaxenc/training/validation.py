@@ -89,6 +89,7 @@ RULES: dict[str, Rule] = {
     "data.max_length": POSITIVE_INT,
     "data.min_count": POSITIVE_INT,
     "data.max_vocab": count("no limit"),
+    "data.vector_vocabulary": count("training words only"),
     "data.phrase_repeats": POSITIVE_INT,
     "optim.learning_rate": POSITIVE_REAL,
     "optim.warmup_steps": count("no warm-up"),
