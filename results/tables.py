@@ -17,8 +17,15 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
   psan_seeds   results/psan: PSAN's other seeded runs (SICK-E, SICK-R with `memory_norm=layer`,
                SST-5); from results/psan/runs/ and results/encoders/runs/psan_sst5_s<seed>.md
   psan_snli    results/psan: the psan_snli smoke runs; from results/psan/runs/psan_snli_smoke*.md
-  pt_pos       results/phrase_transformer: POS tagging (UD-EWT), test accuracy per seed and
-               mean ± std beside the paper's Table 2; from results/phrase_transformer/runs/pos_*.md
+  pt_pos       results/phrase_transformer: POS tagging (UD-EWT, GloVe 6B 50-d words, trained
+               until dev stops improving), test accuracy per seed and mean ± std beside the
+               paper's Table 2; from results/phrase_transformer/runs/pos_<variant>_s<seed>.md
+  pt_pos_random300  the same with randomly initialised 300-d words and 10 epochs; from
+               results/phrase_transformer/runs/pos_random300_<variant>_s<seed>.md
+  pt_pos_recipe  results/phrase_transformer: the POS recipes compared on dev (seed 0, k=2 and its
+               twin): dev and test accuracy, where each run stopped, and the accuracy on the
+               words outside the training vocabulary; from results/phrase_transformer/runs/ and
+               results/phrase_transformer/unknown_words/<run>.json (pos_unknown_words.py)
   pt_multi30k  results/phrase_transformer: Multi30k de->en, test BLEU (sacrebleu's line) per seed
                and mean ± std, perplexity; from results/phrase_transformer/runs/multi30k_*.md
   pt_cost      results/phrase_transformer: train-step peak memory, train seconds and encode rate
@@ -412,6 +419,7 @@ def _committed(spec: Sequence[tuple[str, str, str, str]], task: str) -> tuple:
 
 
 PT_POS = _committed(PT_POS_SPEC, "pos")
+PT_POS_RANDOM300 = _committed(PT_POS_SPEC, "pos_random300")
 PT_MULTI30K = _committed(PT_MULTI30K_SPEC, "multi30k")
 
 
@@ -423,16 +431,17 @@ def _paper_scores(papers: list[str]) -> list[float | None]:
     return [None if paper == DASH else float(paper) for paper in papers]
 
 
-def pt_pos_table() -> str:
-    seeds = _seed_columns(PT_POS, "pos")
+def pt_pos_table(spec: Sequence[tuple[str, str, str, str]] = PT_POS, task: str = "pos") -> str:
+    """Test accuracy per seed of the POS runs `<task>_<variant>_s<seed>.md` of `spec`."""
+    seeds = _seed_columns(spec, task)
     rows, means = [], []
-    for variant, model, label, _ in PT_POS:
-        found = seeded(PT_RUNS, f"pos_{variant}")
+    for variant, model, label, _ in spec:
+        found = seeded(PT_RUNS, f"{task}_{variant}")
         tests = {seed: value(row(path, model)["test accuracy"]) for seed, path in found.items()}
         rows.append([label, *(percent(tests[s]) if s in tests else DASH for s in seeds),
                      mean_std(list(tests.values()))])
         means.append(statistics.mean(tests.values()) if tests else None)
-    papers = [paper for *_, paper in PT_POS]
+    papers = [paper for *_, paper in spec]
     for r, mean_cell, paper_cell, gap in zip(rows, bold_best([r[-1] for r in rows], means),
                                              bold_best(papers, _paper_scores(papers)),
                                              _gaps(means, 100), strict=True):
@@ -441,8 +450,51 @@ def pt_pos_table() -> str:
                      "paper (PTB, Table 2)"], rows)
 
 
+PT_UNKNOWN = RESULTS / "phrase_transformer" / "unknown_words"
+# (run file, recipe label) of the POS recipe comparison, seed 0
+PT_POS_RECIPES = (
+    ("pos_random300_k2_s0", "random 300-d words, 10 epochs"),
+    ("pos_trainvocab_k2_s0", "GloVe 6B 50-d, training words only, until dev stops"),
+    ("pos_k2_s0", "GloVe 6B 50-d + its 100,000 first words, until dev stops"),
+)
+
+
+def _unknown_accuracy(sums: dict[str, int] | None) -> str:
+    """Accuracy (%) on the tokens read as the unknown id, and their share of the tokens."""
+    if not sums or not sums["unknown_count"]:
+        return DASH
+    return (f"{percent(sums['unknown_correct'] / sums['unknown_count'])} "
+            f"({percent(sums['unknown_count'] / sums['count'])}% of tokens)")
+
+
+def pt_pos_recipe_table() -> str:
+    """Per recipe and model: dev / test accuracy at the best dev checkpoint, best step / steps
+    (and what stopped the run), accuracy on the words read as the unknown id."""
+    rows = []
+    for name, recipe in PT_POS_RECIPES:
+        path = PT_RUNS / f"{name}.md"
+        if not path.is_file():
+            continue
+        unknown_file = PT_UNKNOWN / f"{name}.json"
+        unknown = (json.loads(unknown_file.read_text(encoding="utf-8"))
+                   if unknown_file.is_file() else {})
+        for model, label in (("transformer", "Transformer (the twin)"),
+                             ("phrase_transformer", "PhraseTransformer k=2")):
+            cells = row(path, model)
+            sums = unknown.get(model, {})
+            rows.append([recipe, label, percent(value(cells["dev accuracy"])),
+                         percent(value(cells["test accuracy"])),
+                         f"{cells['best step']} / {cells['steps']} "
+                         f"({cells.get('stopped by', 'cap')})",
+                         _unknown_accuracy(sums.get("dev")), _unknown_accuracy(sums.get("test"))])
+    return markdown(["recipe", "model", "dev acc", "test acc", "best step / steps (stopped by)",
+                     "dev acc, unknown words", "test acc, unknown words"], rows)
+
+
 def _gaps(means: list[float | None], scale: float) -> list[str]:
     """Each mean minus the first row's (the twin's), signed, 2 decimals; the twin's own: —."""
+    if not means:
+        return []
     twin = means[0]
     return [DASH] + [DASH if twin is None or m is None else f"{scale * (m - twin):+.2f}"
                      for m in means[1:]]
@@ -476,11 +528,13 @@ def pt_cost_table() -> str:
     """Cost columns of the same run files: compiled train-step peak, train seconds and test
     encode rate per seed (the machine's load varies, the peak does not)."""
     rows = []
-    for task, spec in (("pos", PT_POS), ("multi30k", PT_MULTI30K)):
+    tasks = {"pos": ("POS", PT_POS), "pos_random300": ("POS, random 300-d words", PT_POS_RANDOM300),
+             "multi30k": ("Multi30k", PT_MULTI30K)}
+    for task, (task_label, spec) in tasks.items():
         for variant, model, label, _ in spec:
             found = [row(path, model) for path in seeded(PT_RUNS, f"{task}_{variant}").values()]
             peaks = sorted({r["train peak MiB"] for r in found}, key=value)
-            rows.append([{"pos": "POS", "multi30k": "Multi30k"}[task], label,
+            rows.append([task_label, label,
                          " / ".join(peaks) or DASH,
                          " / ".join(r["train s"] for r in found) or DASH,
                          " / ".join(r["encode sent/s"] for r in found) or DASH])
@@ -798,6 +852,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
+    "pt_pos_random300": lambda: pt_pos_table(PT_POS_RANDOM300, "pos_random300"),
+    "pt_pos_recipe": pt_pos_recipe_table,
     "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
     "aae_transfer": aae_transfer_table, "aae_training": aae_training_table,
     "aae_pooling_now": aae_pooling_now_table, "aae_pooling": aae_pooling_table,
@@ -818,6 +874,8 @@ PAGES = {
     "psan_snli": RESULTS / "psan" / "README.md",
     "psan_table5": RESULTS / "psan" / "README.md",
     "pt_pos": RESULTS / "phrase_transformer" / "README.md",
+    "pt_pos_random300": RESULTS / "phrase_transformer" / "README.md",
+    "pt_pos_recipe": RESULTS / "phrase_transformer" / "README.md",
     "pt_multi30k": RESULTS / "phrase_transformer" / "README.md",
     "pt_cost": RESULTS / "phrase_transformer" / "README.md",
     "dt_epoch": RESULTS / "dependency_transformer" / "README.md",

@@ -546,8 +546,10 @@ def write_slice(source: Path, target: Path, lines: int) -> None:
 
 
 def shrink(config, decoder: bool = False) -> None:
-    """Tiny widths for the model and its Transformer twin, a few steps."""
-    sizes = dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16)
+    """Tiny widths for the model and its Transformer twin (the word vectors' size kept when the
+    config reads vectors), a few steps."""
+    embed_dim = config.model.embed_dim if config.data.embeddings else 16
+    sizes = dict(embed_dim=embed_dim, model_dim=16, num_layers=1, num_heads=2, ff_dim=16)
     config.model.update(sizes)
     config.baselines.transformer.update(sizes)
     if decoder:

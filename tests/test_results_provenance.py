@@ -284,3 +284,27 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
     (tmp_path / "dt_sst2_s2.jsonl").write_text('{"tokens": 3}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="runs of different test sets"):
         tables.sst2_by_length_table()
+
+
+def test_the_pos_recipe_table_reads_unknown_word_sums(tables, tmp_path, monkeypatch):
+    """Accuracy on the unknown-id words and their share of the tokens from the sums written
+    here; a run without a sums file shows a dash; a recipe without a run file has no rows."""
+    header = ("| model | dataset | steps | stopped by | best step | dev accuracy "
+              "| test accuracy |\n|---|---|---|---|---|---|---|\n")
+    for name in ("pos_trainvocab_k2_s0", "pos_k2_s0"):
+        (tmp_path / f"{name}.md").write_text(
+            header + "| phrase_transformer | ud_ewt | 400 | patience | 300 | 0.9000 | 0.8500 |\n"
+            "| transformer | ud_ewt | 500 | cap | 500 | 0.8000 | 0.7500 |\n", encoding="utf-8")
+    sums = {"dev": {"count": 200, "correct": 150, "unknown_count": 20, "unknown_correct": 5},
+            "test": {"count": 100, "correct": 80, "unknown_count": 0, "unknown_correct": 0}}
+    (tmp_path / "pos_k2_s0.json").write_text(json.dumps({"phrase_transformer": sums}),
+                                             encoding="utf-8")
+    monkeypatch.setattr(tables, "PT_RUNS", tmp_path)
+    monkeypatch.setattr(tables, "PT_UNKNOWN", tmp_path)
+    rows = tables.read_rows(_written(tmp_path, tables.pt_pos_recipe_table()))
+    assert [(r["model"], r["dev acc"], r["best step / steps (stopped by)"]) for r in rows] == [
+        ("Transformer (the twin)", "80.00", "500 / 500 (cap)"),
+        ("PhraseTransformer k=2", "90.00", "300 / 400 (patience)")] * 2
+    assert [r["dev acc, unknown words"] for r in rows] == [
+        "—", "—", "—", "25.00 (10.00% of tokens)"]
+    assert [r["test acc, unknown words"] for r in rows] == ["—"] * 4
