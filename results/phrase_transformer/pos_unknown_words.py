@@ -7,8 +7,8 @@ runs `jaxenc.training.predict` on the dev and test splits of each finished POS r
 there is one; the shared data and the checkpoints are needed) and writes
 results/phrase_transformer/unknown_words/NAME.json: per model and split the tagging task's
 per-example sums added up (tagged tokens, correct ones, and the same over the tokens read as the
-unknown id). The table `pt_pos_unknown` of results/phrase_transformer/README.md is rebuilt from
-those files alone by `python results/tables.py pt_pos_unknown`.
+unknown id). The table `pt_pos_recipe` of results/phrase_transformer/README.md is rebuilt from
+those files and the run files by `python results/tables.py pt_pos_recipe`.
 """
 
 from __future__ import annotations
