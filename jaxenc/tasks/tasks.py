@@ -208,11 +208,11 @@ def _token_summary(collected: Mapping[str, np.ndarray]) -> dict[str, float]:
             "loss": float(np.sum(collected["loss"])) / count}
 
 
-def _token_eval_outputs(logits: jax.Array, targets: jax.Array, valid: jax.Array,
+def _token_eval_outputs(correct: jax.Array, valid: jax.Array,
                         token_losses: jax.Array) -> dict[str, jax.Array]:
-    """Per-example sums over valid positions: logits [B, T, V], targets/valid/losses [B, T]."""
+    """Per-example sums over valid positions: correct/valid bool [B, T], losses [B, T]."""
     valid = valid.astype(jnp.float32)
-    correct = (jnp.argmax(logits, -1) == targets).astype(jnp.float32) * valid
+    correct = correct.astype(jnp.float32) * valid
     return {"correct": correct.sum(-1), "count": valid.sum(-1),
             "loss": (token_losses * valid).sum(-1)}
 
@@ -265,10 +265,9 @@ class TaggingTask(Task):
         """Per-example sums [B]: correct, count, loss over the tagged tokens, and
         unknown_correct, unknown_count over those whose word is the unknown id."""
         valid = self._valid(batch)
-        sums = _token_eval_outputs(outputs["logits"], batch["tags"], valid,
-                                   self._token_losses(outputs, batch))
-        unknown = (valid & (batch["sentence/tokens"] == UNK)).astype(jnp.float32)
         correct = jnp.argmax(outputs["logits"], -1) == batch["tags"]
+        sums = _token_eval_outputs(correct, valid, self._token_losses(outputs, batch))
+        unknown = (valid & (batch["sentence/tokens"] == UNK)).astype(jnp.float32)
         return {**sums, "unknown_correct": (correct * unknown).sum(-1),
                 "unknown_count": unknown.sum(-1)}
 
@@ -466,7 +465,8 @@ class Seq2SeqTask(Task):
 
     def eval_outputs(self, outputs: Outputs, batch: Batch) -> dict[str, jax.Array]:
         targets = decoder_io(batch)[2]
-        return _token_eval_outputs(outputs["logits"], targets, self._valid(batch),
+        correct = jnp.argmax(outputs["logits"], -1) == targets
+        return _token_eval_outputs(correct, self._valid(batch),
                                    losses.token_losses(outputs["logits"], targets))
 
     def summarize(self, collected: Mapping[str, np.ndarray]) -> dict[str, float]:
