@@ -65,6 +65,8 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                Transformer (with and without relations) by sentence length and by negation,
                mean over the seeds found; from results/encoders/sst2_breakdown/<run>.jsonl
                (results/encoders/sst2_breakdown.py)
+  sst2_layers  results/encoders: the same breakdown at seed 0 for the Dependency-Transformer's
+               layer experiments (relations to a longer tree distance, more layers)
   disan_kernels, disan_goal, perf_goals, perf_train_rates
                results/disan/speed.md and docs/performance.md: the benchmark reports committed
                in results/ (results/bench_tables.py says which)
@@ -84,7 +86,7 @@ import math
 import re
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -111,6 +113,13 @@ SST2_MODELS = {"Tree-LSTM": r"tree_lstm_sst2_s(\d+)",
                "Dependency-Transformer": r"dt_sst2_s(\d+)",
                "Dependency-Transformer, no relations": r"dt_plain_sst2_s(\d+)",
                "Dependency-Transformer, [root] sentence vector": r"diag_dt_sst2_s(\d+)_root"}
+# column of the seed-0 table of the Dependency-Transformer's layer experiments -> its run's name
+SST2_LAYER_MODELS = {"Tree-LSTM": r"tree_lstm_sst2_s(0)",
+                     "Dependency-Transformer": r"dt_sst2_s(0)",
+                     "Dependency-Transformer, no relations": r"dt_plain_sst2_s(0)",
+                     "Dependency-Transformer, relations to tree distance 6":
+                         r"diag_dt_sst2_s(0)_distance6",
+                     "Dependency-Transformer, 6 layers": r"diag_dt_sst2_s(0)_layers6"}
 SST2_LENGTHS = ((1, 10), (11, 20), (21, 30), (31, None))  # token-count buckets, inclusive
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
@@ -210,23 +219,25 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 # --- results/encoders: SST-2 by sentence ------------------------------------------------------
 
-def sst2_sentences() -> dict[str, dict[int, list[dict]]]:
-    """column -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl)."""
+def sst2_sentences(models: Mapping[str, str]) -> dict[str, dict[int, list[dict]]]:
+    """column -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl), for
+    the columns of `models` (column -> run-name pattern, group 1: the seed)."""
     found: dict[str, dict[int, list[dict]]] = {}
     for path in sorted(SST2_BREAKDOWN.glob("*.jsonl")):
-        for column, pattern in SST2_MODELS.items():
+        for column, pattern in models.items():
             match = re.fullmatch(pattern, path.stem)
             if match:
                 lines = path.read_text(encoding="utf-8").splitlines()
                 found.setdefault(column, {})[int(match[1])] = [json.loads(x) for x in lines]
-    return {column: dict(sorted(found[column].items())) for column in SST2_MODELS
+    return {column: dict(sorted(found[column].items())) for column in models
             if column in found}
 
 
-def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]]) -> str:
-    """Accuracy (%) of each column's runs on the sentences of each group, the mean over its
-    seeds, and the Dependency-Transformer's difference from the Tree-LSTM."""
-    runs = sst2_sentences()
+def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]],
+                    models: Mapping[str, str] = SST2_MODELS) -> str:
+    """Accuracy (%) of each column's runs (`models`) on the sentences of each group, the mean
+    over its seeds, and the Dependency-Transformer's difference from the Tree-LSTM."""
+    runs = sst2_sentences(models)
     sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
     if len(sizes) != 1:
         raise ValueError(f"{SST2_BREAKDOWN}: runs of different test sets ({sorted(sizes)} "
@@ -240,9 +251,9 @@ def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]]) -> str
             for column, seeds in runs.items()}
         gap = means.get("Dependency-Transformer", math.nan) - means.get("Tree-LSTM", math.nan)
         rows.append([label, str(len(picked)),
-                     *(f"{means[c]:.1f}" if c in means else DASH for c in SST2_MODELS),
+                     *(f"{means[c]:.1f}" if c in means else DASH for c in models),
                      f"{gap:+.1f}" if math.isfinite(gap) else DASH])
-    header = [f"{column} ({_seeds_label(runs.get(column, {}))})" for column in SST2_MODELS]
+    header = [f"{column} ({_seeds_label(runs.get(column, {}))})" for column in models]
     return markdown(["test sentences", "count", *header, "Dependency-Transformer − Tree-LSTM"],
                     rows)
 
@@ -252,18 +263,31 @@ def _seeds_label(seeds: dict) -> str:
         map(str, seeds))
 
 
+def _length_groups() -> list[tuple[str, Callable[[dict], bool]]]:
+    return [(f"{low}-{high} tokens" if high else f"{low}+ tokens",
+             lambda facts, low=low, high=high: low <= facts["tokens"] <= (high or math.inf))
+            for low, high in SST2_LENGTHS]
+
+
+NEGATION_GROUPS = (("with a negation word", lambda facts: facts["negation"]),
+                   ("without one", lambda facts: not facts["negation"]))
+
+
 def sst2_by_length_table() -> str:
     """SST-2 test accuracy by token count (SST2_LENGTHS), and over every sentence."""
-    groups = [(f"{low}-{high} tokens" if high else f"{low}+ tokens",
-               lambda facts, low=low, high=high: low <= facts["tokens"] <= (high or math.inf))
-              for low, high in SST2_LENGTHS]
-    return _sst2_breakdown([*groups, ("all", lambda facts: True)])
+    return _sst2_breakdown([*_length_groups(), ("all", lambda facts: True)])
 
 
 def sst2_by_negation_table() -> str:
     """SST-2 test accuracy on the sentences with and without a negation word."""
-    return _sst2_breakdown([("with a negation word", lambda facts: facts["negation"]),
-                            ("without one", lambda facts: not facts["negation"])])
+    return _sst2_breakdown(NEGATION_GROUPS)
+
+
+def sst2_layers_table() -> str:
+    """Seed 0: the Dependency-Transformer's layer experiments (SST2_LAYER_MODELS) beside its
+    table run and the Tree-LSTM, by token count, by negation, and over every sentence."""
+    return _sst2_breakdown([*_length_groups(), *NEGATION_GROUPS, ("all", lambda facts: True)],
+                           SST2_LAYER_MODELS)
 
 
 # --- results/disan -----------------------------------------------------------------------------
@@ -849,6 +873,7 @@ def bench_table(name: str) -> Callable[[], str]:
 
 TABLES: dict[str, Callable[[], str]] = {
     "sst2_by_length": sst2_by_length_table, "sst2_by_negation": sst2_by_negation_table,
+    "sst2_layers": sst2_layers_table,
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
@@ -868,6 +893,7 @@ TABLES: dict[str, Callable[[], str]] = {
 PAGES = {
     "sst2_by_length": RESULTS / "encoders" / "README.md",
     "sst2_by_negation": RESULTS / "encoders" / "README.md",
+    "sst2_layers": RESULTS / "encoders" / "README.md",
     "disan_sweep": RESULTS / "disan" / "README.md",
     "psan_table4": RESULTS / "psan" / "README.md",
     "psan_seeds": RESULTS / "psan" / "README.md",

@@ -257,7 +257,8 @@ def _written(folder, table: str):
 
 def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypatch):
     """Per group the share of correct sentences of each run, the mean over a model's seeds, and
-    the Dependency-Transformer minus the Tree-LSTM, against counts written here."""
+    the Dependency-Transformer minus the Tree-LSTM, against counts written here; the seed-0
+    table of the layer experiments reads seed 0 alone."""
     facts = [(5, False), (12, True), (25, False), (40, True)]  # (tokens, negation)
     correct = {"tree_lstm_sst2_s0": [1, 1, 0, 1], "dt_sst2_s0": [1, 0, 0, 1],
                "dt_sst2_s1": [1, 1, 0, 0], "dt_plain_sst2_s3": [0, 0, 1, 1],
@@ -281,6 +282,20 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
         ("4", "75.0", "50.0", "50.0", "-25.0")]
     by_negation = tables.read_rows(_written(tmp_path, tables.sst2_by_negation_table()))
     assert [(r["count"], r[dt]) for r in by_negation] == [("2", "50.0"), ("2", "50.0")]
+    (tmp_path / "diag_dt_sst2_s0_distance6.jsonl").write_text("".join(
+        json.dumps({"tokens": t, "negation": n, "correct": c}) + "\n"
+        for (t, n), c in zip(facts, [True, True, True, False], strict=True)), encoding="utf-8")
+    layers = tables.read_rows(_written(tmp_path, tables.sst2_layers_table()))
+    distance = "Dependency-Transformer, relations to tree distance 6 (seed 0)"
+    assert [r["test sentences"] for r in layers] == [
+        "1-10 tokens", "11-20 tokens", "21-30 tokens", "31+ tokens", "with a negation word",
+        "without one", "all"]
+    # seed 0 only: dt_sst2_s1 is left out, and the seed-3 ablation has no column value
+    assert [(r["Dependency-Transformer (seed 0)"], r[distance]) for r in layers] == [
+        ("100.0", "100.0"), ("0.0", "100.0"), ("0.0", "100.0"), ("100.0", "0.0"),
+        ("50.0", "50.0"), ("50.0", "100.0"), ("50.0", "75.0")]
+    assert {r["Dependency-Transformer, no relations (no runs)"] for r in layers} == {"—"}
+    assert {r["Dependency-Transformer, 6 layers (no runs)"] for r in layers} == {"—"}
     (tmp_path / "dt_sst2_s2.jsonl").write_text('{"tokens": 3}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="runs of different test sets"):
         tables.sst2_by_length_table()

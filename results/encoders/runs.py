@@ -196,6 +196,8 @@ DIAGNOSES = {
     "diag_psan_sst5_s1_patience10": ("psan", "sst5", 1, {"train.patience": 10}),
     **{f"diag_{model}_mrpc_s{seed}_frozen": (model, "mrpc", seed, {"model.freeze_embeddings": True})
        for seed in (0, 1, 2) for model in ("bag", "tree_lstm", "dt")},
+    "diag_dt_sst2_s0_distance6": ("dt", "sst2", 0, {"model.max_distance": 6}),
+    "diag_dt_sst2_s0_layers6": ("dt", "sst2", 0, {"model.num_layers": 6}),
 }
 
 

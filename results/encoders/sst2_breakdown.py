@@ -8,7 +8,8 @@ its own evaluation step; the shared data and the run's checkpoints are needed) a
 results/encoders/sst2_breakdown/<run>.jsonl: per test sentence (in the split's order) its token
 count, whether it holds a negation word (NEGATIONS) and whether the run classified it
 correctly; no sentence text. The tables of results/encoders/README.md are rebuilt from those
-files alone by `python results/tables.py sst2_by_length sst2_by_negation`.
+files alone by `python results/tables.py sst2_by_length sst2_by_negation
+sst2_layers`.
 """
 
 from __future__ import annotations
