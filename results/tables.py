@@ -520,8 +520,9 @@ def _gaps(means: list[float | None], scale: float) -> list[str]:
     if not means:
         return []
     twin = means[0]
-    return [DASH] + [DASH if twin is None or m is None else f"{scale * (m - twin):+.2f}"
-                     for m in means[1:]]
+    # + 0.0 turns a difference that rounds to -0.00 into +0.00
+    return [DASH] + [DASH if twin is None or m is None
+                     else f"{round(scale * (m - twin), 2) + 0.0:+.2f}" for m in means[1:]]
 
 
 def pt_multi30k_table() -> str:
@@ -548,20 +549,30 @@ def pt_multi30k_table() -> str:
                      "paper (d 512, 6 layers)"], rows)
 
 
+# Runs trained with the same run.sh command on one NVIDIA H200 (JAX 0.11.2) instead of the 2-core
+# CPU machine of the others. XLA's compiled peak differs by backend, seconds and encode rates by
+# machine, so the cost table marks their cells.
+PT_H200_RUNS = frozenset({"pos_bare_s0", "pos_bare_s1", "pos_k3_s1", "pos_k3linear_s1",
+                          "pos_linear_s1"})
+
+
 def pt_cost_table() -> str:
     """Cost columns of the same run files: compiled train-step peak, train seconds and test
-    encode rate per seed (the machine's load varies, the peak does not)."""
+    encode rate per seed (the machine's load varies, the peak does not), each cell of a run of
+    `PT_H200_RUNS` marked "(H200)"."""
     rows = []
     tasks = {"pos": ("POS", PT_POS), "pos_random300": ("POS, random 300-d words", PT_POS_RANDOM300),
              "multi30k": ("Multi30k", PT_MULTI30K)}
     for task, (task_label, spec) in tasks.items():
         for variant, model, label, _ in spec:
-            found = [row(path, model) for path in seeded(PT_RUNS, f"{task}_{variant}").values()]
-            peaks = sorted({r["train peak MiB"] for r in found}, key=value)
+            found = [(row(path, model), " (H200)" if path.stem in PT_H200_RUNS else "")
+                     for path in seeded(PT_RUNS, f"{task}_{variant}").values()]
+            peaks = sorted({r["train peak MiB"] + mark for r, mark in found},
+                           key=lambda cell: value(cell.split()[0]))
             rows.append([task_label, label,
                          " / ".join(peaks) or DASH,
-                         " / ".join(r["train s"] for r in found) or DASH,
-                         " / ".join(r["encode sent/s"] for r in found) or DASH])
+                         " / ".join(r["train s"] + mark for r, mark in found) or DASH,
+                         " / ".join(r["encode sent/s"] + mark for r, mark in found) or DASH])
     return markdown(["task", "model", "train peak MiB", "train s per seed",
                      "encode sent/s per seed"], rows)
 

@@ -323,3 +323,29 @@ def test_the_pos_recipe_table_reads_unknown_word_sums(tables, tmp_path, monkeypa
     assert [r["dev acc, unknown words"] for r in rows] == [
         "—", "—", "—", "25.00 (10.00% of tokens)"]
     assert [r["test acc, unknown words"] for r in rows] == ["—"] * 4
+
+
+def test_the_cost_table_marks_runs_trained_on_the_gpu(tables, tmp_path, monkeypatch):
+    """Cells of the runs named in PT_H200_RUNS carry "(H200)"; distinct peaks are listed in
+    numeric order, seconds and encode rates in seed order."""
+    header = ("| model | dataset | test accuracy | train s | encode sent/s | train peak MiB |\n"
+              "|---|---|---|---|---|---|\n")
+    for seed, (seconds, rate, peak) in enumerate((("3,616", "847", "1,010.6"),
+                                                  ("371", "75,618", "581.9"),
+                                                  ("3,000", "900", "1,010.6"))):
+        (tmp_path / f"pos_k3_s{seed}.md").write_text(
+            header + f"| phrase_transformer | ud_ewt | 0.9 | {seconds} | {rate} | {peak} |\n",
+            encoding="utf-8")
+    monkeypatch.setattr(tables, "PT_RUNS", tmp_path)
+    monkeypatch.setattr(tables, "PT_H200_RUNS", frozenset({"pos_k3_s1"}))
+    rows = tables.read_rows(_written(tmp_path, tables.pt_cost_table()))
+    k3 = [r for r in rows if r["task"] == "POS" and r["model"] == "PhraseTransformer k=3"]
+    assert [(r["train peak MiB"], r["train s per seed"], r["encode sent/s per seed"])
+            for r in k3] == [("581.9 (H200) / 1,010.6", "3,616 / 371 (H200) / 3,000",
+                              "847 / 75,618 (H200) / 900")]
+    assert {r["train peak MiB"] for r in rows if r is not k3[0]} == {"—"}
+
+
+def test_gaps_to_the_twin_are_signed_and_never_minus_zero(tables):
+    assert tables._gaps([0.9, 0.91234, 0.89, 0.89999, None], 100) == [
+        "—", "+1.23", "-1.00", "+0.00", "—"]
