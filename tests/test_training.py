@@ -159,6 +159,35 @@ def test_warmup_ramps_the_learning_rate_linearly():
     np.testing.assert_allclose(steps, [0.0, -0.2, -0.4, -0.6, -0.8, -0.8], rtol=1e-6)
 
 
+def test_dependency_transformer_adagrad_is_pytorchs_rule_within_the_stated_tolerance():
+    """The paper configs' AdaGrad against a numpy loop of torch.optim.Adagrad (state += g^2;
+    p -= lr g / (sqrt(state) + 1e-10)) over 20 steps: each step's update within a relative 5e-5
+    wherever the summed squared gradient is at least 1e-6, as the config's docstring states."""
+    rng = np.random.default_rng(0)
+    scales = np.array([1e-4, 1e-2, 1.0, 30.0])  # per column: summed g^2 from ~1e-9 to ~2e4
+    for task in ("sick_r", "sick_e", "mrpc", "sst2"):
+        cfg = importlib.import_module(f"train.configs.dependency_transformer_{task}").get_config()
+        assert (cfg.optim.name, cfg.optim.learning_rate) == ("adagrad", 1e-3), task
+        assert (cfg.optim.initial_accumulator, cfg.optim.eps) == (0.0, 1e-10), task
+        assert (cfg.optim.weight_decay, cfg.optim.clip_norm) == (0.0, 0.0), task
+    params = {"w": jnp.zeros((5, 4))}
+    tx = build_optimizer(cfg.optim, params)
+    opt_state, summed, compared = tx.init(params), np.zeros((5, 4)), 0
+    for _ in range(20):
+        grad = rng.normal(size=(5, 4)) * scales
+        updates, opt_state = tx.update({"w": jnp.asarray(grad, jnp.float32)}, opt_state, params)
+        summed += grad ** 2
+        pytorch = -1e-3 * grad / (np.sqrt(summed) + 1e-10)
+        above = summed >= 1e-6
+        np.testing.assert_allclose(np.asarray(updates["w"])[above], pytorch[above], rtol=5e-5)
+        compared += above.sum()
+    assert compared > 250 and not (summed[:, 0] >= 1e-6).any()
+    # Far below the threshold the two rules part: a first gradient of 1e-6 (summed 1e-12) moves
+    # PyTorch's parameter by about lr, optax's by lr / sqrt(1 + 1e-10 / 1e-12), a tenth of it.
+    updates, _ = tx.update({"w": jnp.full((5, 4), 1e-6)}, tx.init(params), params)
+    np.testing.assert_allclose(updates["w"], -1e-3 / np.sqrt(1.0 + 1e-10 / 1e-12), rtol=1e-5)
+
+
 def test_unknown_optimizer_is_a_config_error():
     cfg = optim_config(name="rmsprop")
     with pytest.raises(ConfigError, match="unknown optimizer 'rmsprop'.*adadelta"):
