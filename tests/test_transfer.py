@@ -343,6 +343,7 @@ def test_report_table_puts_paper_numbers_beside_ours(tmp_path):
             "0.650, MSE 0.500 | 4927 | 2.0 |") in text
     assert "| STS14 | 0.50/0.40 | 0.69/0.67 | 0.58/0.56 | 0.66/0.64 | 0.54/0.56 |" in text
     assert "| SST5 | skipped | — | — | — | — |" in text
+    assert "The macro/micro rows of every column, the papers' included, are averaged here" in text
     tasks = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC", "SICKE")
     values = [results["tasks"][t]["metrics"]["accuracy"] for t in tasks]
     sizes = [SENTEVAL_TEST_SIZES[t] for t in tasks]

@@ -119,9 +119,11 @@ def render_markdown(results: Mapping, papers: Mapping[str, Mapping] = PAPER_RESU
         f"## Transfer results: `{results['encoder']}` (seed {results['seed']})",
         _table(["task", OURS] + [f"{model} (paper)" for model in models], rows),
         "Accuracy in %; MRPC accuracy/F1; SICK-R and STS-B test Pearson; STS12-16 Pearson/Spearman "
-        "of the cosine, size-weighted over subsets. (paper): the number printed in that "
-        "model's paper (DiSAN's: PSAN's Table 3), not measured here; "
-        "jaxenc/evaluation/paper_results.py.",
+        "of the cosine, size-weighted over subsets. (paper): a task's number as printed in "
+        "that model's paper (DiSAN's: PSAN's Table 3), not measured here; "
+        "jaxenc/evaluation/paper_results.py. The macro/micro rows of every column, the papers' "
+        "included, are averaged here over that column's task rows (micro weighted by the test "
+        "sizes here), so they can differ from the averages a paper prints.",
         _table(["task", OURS, "selection / details", "test size", "seconds"], details),
     ]) + "\n"
 
