@@ -110,13 +110,15 @@ def test_table1_md_is_the_rendering_of_the_stored_numbers(table1):
 def test_stored_rows_read_the_trees_psan_gets(table1):
     stored = table1.load_stored()
     for key, numbers in stored.items():
-        model = table1.psan_model_config(table1.ROWS_BY_KEY[key].datasets[0])
-        assert numbers["parser"] == model.parser, key
+        row = table1.ROWS_BY_KEY[key]
+        model = table1.psan_model_config(row.datasets[0])
+        assert numbers["parser"] == (row.parser or model.parser), key
         assert (numbers["num_levels"], numbers["min_split_len"], numbers["binarize"],
                 numbers["division"]) == (model.num_levels, model.min_split_len, model.binarize,
                                          model.division), key
     assert {stored[key]["parser"] for key in ("sst5_trees", "sst5_phrases", "snli")} == {"gold"}
-    assert stored["trec"]["parser"] == "spacy-constituency"
+    assert stored["trec"]["parser"] == stored["ud_ewt"]["parser"] == "spacy-constituency"
+    assert stored["ud_ewt_gold"]["parser"] == stored["ptb_sample"]["parser"] == "gold"
 
 
 def test_every_psan_training_config_has_a_row(table1):
@@ -130,8 +132,22 @@ def test_every_psan_training_config_has_a_row(table1):
 
 def test_gold_rows_equal_a_fresh_measurement(table1, data_root, tmp_path):
     stored = table1.load_stored()
-    for key in ("sst5_trees", "sst2_trees", "snli"):  # gold trees: nothing to parse
+    # gold trees: nothing to parse
+    for key in ("sst5_trees", "sst2_trees", "snli", "ud_ewt_gold", "ptb_sample"):
         assert table1.measure(table1.ROWS_BY_KEY[key], str(data_root),
                               str(tmp_path)) == stored[key], key
     assert stored["sst5_trees"]["sentences"] == 11855
     assert stored["sst5_trees"]["phrases_per_sentence"] == [1.99, 3.25, 4.62]
+
+
+def test_ud_gold_row_is_what_the_stats_command_prints(table1, data_root, capsys):
+    """`python -m jaxenc.structures.stats --conllu` over the UD English-EWT files (phrase trees
+    derived from the gold arcs, straight from CoNLL-U) prints the ud_ewt_gold row's numbers."""
+    folder = data_root / "ud_english_ewt"
+    files = sorted(str(path) for path in folder.glob("en_ewt-ud-*.conllu"))
+    assert len(files) >= 3, f"no UD English-EWT CoNLL-U files in {folder}"
+    stats.main(["--conllu", "--trees", *files])
+    measured = capsys.readouterr().out.splitlines()[2].strip("| ").split(" | ")[1:]
+    stored = table1.load_stored()["ud_ewt_gold"]
+    assert measured == [str(stored["sentences"])] + [
+        f"{value:.2f}" for value in stored["phrases_per_sentence"] + stored["words_per_phrase"]]

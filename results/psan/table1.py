@@ -1,12 +1,16 @@
 """PSAN's Table 1 (phrases per sentence and words per phrase at division levels 1-3) for every
-dataset PSAN reads, from exactly the trees and division the project gives PSAN there.
+dataset the project parses, from exactly the trees and division the project gives PSAN there.
 
 For each row the model section is `jaxenc.configs.get_config("psan,<dataset>").model` after the
 training config check (`jaxenc.training.validation.check_config`, which resolves an "auto"
 parser), so the parser is the one a run of train/configs/psan_*.py or base.py:psan,<dataset>
 uses: "gold" for the datasets that ship phrase trees (SST's trees, SNLI's `sentence*_parse`),
 spaCy-derived phrase trees (`spacy-constituency`) everywhere else, also for the SentEval transfer
-tasks, which `eval.transfer` parses with `spacy-constituency` for any PSAN. The division is the
+tasks, which `eval.transfer` parses with `spacy-constituency` for any PSAN. UD English-EWT, which
+other models read with its gold dependency arcs or spaCy's, has a row for each: the gold row's
+phrase trees are derived from the gold arcs, as `python -m jaxenc.structures.stats --conllu`
+derives them. Multi30k has no row: its source side is German, and spaCy's model here is
+English. The division is the
 config's own (num_levels, min_split_len, binarize, division). The "segments" structure arrays come
 from `jaxenc.structures.arrays` (`StructureSpec.from_config`, as the featurizer builds them) and
 are counted by `jaxenc.structures.stats.segment_stats`. Every split in the data folder is read
@@ -50,18 +54,22 @@ from jaxenc.training import validation  # noqa: E402
 STORED = HERE / "table1.json"
 TABLE = HERE / "table1.md"
 TRAINING, TRANSFER = "training", "transfer"
+# Read by no committed PSAN config or transfer task; base.py:psan,<dataset> trains on it.
+BASE = "base.py"
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
     """One row: `datasets[0]` is read; the others have the same sentences (SICK-E / SICK-R).
-    `paper`: the paper's Table 1 row (stats.PAPER_TABLE1) shown after the last row naming it."""
+    `paper`: the paper's Table 1 row (stats.PAPER_TABLE1) shown after the last row naming it.
+    `parser`: the trees to divide when not those PSAN's config resolves for the dataset."""
 
     key: str
     datasets: tuple[str, ...]
     label: str
     uses: tuple[str, ...]  # TRAINING: a train/configs/psan_*.py run; TRANSFER: eval.transfer
     paper: str | None = None
+    parser: str | None = None
 
 
 ROWS: tuple[Row, ...] = (
@@ -82,6 +90,10 @@ ROWS: tuple[Row, ...] = (
     *(Row(f"sts{year}", (f"sts{year}",), f"STS{year} sentence pairs", (TRANSFER,),
           "STS14" if year == 14 else None) for year in range(12, 17)),
     Row("stsb", ("stsb",), "STS-B sentence pairs", (TRANSFER,)),
+    Row("ud_ewt", ("ud_ewt",), "UD English-EWT sentences", (BASE,)),
+    Row("ud_ewt_gold", ("ud_ewt",), "UD English-EWT sentences, trees of the gold arcs", (BASE,),
+        parser="gold"),
+    Row("ptb_sample", ("ptb_sample",), "Penn Treebank sample", (BASE,)),
 )
 ROWS_BY_KEY = {row.key: row for row in ROWS}
 # The paper's rows whose size counts sentence pairs.
@@ -146,6 +158,8 @@ def measure(row: Row, data_dir: str | None, cache_dir: str) -> dict | None:
     sentences, splits = read
     sentences, empty = _split_empty(sentences)
     model = psan_model_config(row.datasets[0])
+    if row.parser is not None:
+        model.parser = row.parser
     spec = arrays.StructureSpec.from_config(model, ("segments",), cache_dir=cache_dir)
     start = time.perf_counter()
     trees = spec.parse(sentences)
@@ -185,7 +199,7 @@ def render(stored: dict[str, dict]) -> str:
     header = ["dataset", "trees", "read by PSAN in", "splits", "sentences", "distinct",
               "phrases/sent. L1", "L2", "L3", "words/phrase L1", "L2", "L3"]
     lines = [
-        "# PSAN Table 1 on every dataset PSAN reads",
+        "# PSAN Table 1 on every dataset the project parses",
         "",
         "Made by `python results/psan/table1.py` (numbers in table1.json). Phrases per sentence "
         "is the mean over sentences of the phrase count of the level; words per phrase is all "
@@ -198,7 +212,10 @@ def render(stored: dict[str, dict]) -> str:
         "sentences: as sst5_phrases' dev and test sentences and the roots of its training "
         "phrases); \"transfer\": `eval.transfer` (SentEval tasks) parses it for a trained "
         "PSAN (any dataset can also be trained on with base.py:psan,<dataset>, with the same "
-        "trees). Sentences: every sentence the loader gives PSAN (both of "
+        "trees); \"base.py\": only that way (UD English-EWT: also with the phrase trees "
+        "derived from its gold arcs, as `python -m jaxenc.structures.stats --conllu` derives "
+        "them; Multi30k has no row, its source side being German and spaCy's model here "
+        "English). Sentences: every sentence the loader gives PSAN (both of "
         "a pair, repeats counted, all splits in the data folder; SNLI: the first 1289 dev "
         "records, less those without a gold label); distinct: different token sequences among "
         "them. Rows in italics are the paper's Table 1 (Wu et al. 2018; trees from the Stanford "
