@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxenc.data import registry as datasets
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, tag_index
 from jaxenc.data.records import Example
@@ -35,6 +36,7 @@ from jaxenc.models.phrase_transformer import (
     source_nodes,
 )
 from jaxenc.models.registry import build_encoder, structure_spec
+from jaxenc.structures import parsers
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
 from jaxenc.training import checkpointing, loop, report
@@ -603,6 +605,32 @@ def test_semantic_variant_trains_with_the_defaults_and_records_dense_phase2(data
     saved = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
     assert saved["model"]["phase2"] == "dense" and config.model.phase2 == "dense"
     assert loop.run(semantic_config(), tmp_path / "run")[0]["steps"] == 4  # "auto" resumes it
+
+
+def test_semantic_variant_reads_spacy_arcs_with_parser_spacy_and_gold_arcs_by_default(data_root):
+    """The POS config's semantic variant: its dependency hypernodes are the (dependent, head) arcs
+    of the gold UD trees by default and of spaCy's parse with --config.model.parser=spacy (a loop
+    over each parse's heads), and the two differ on real sentences."""
+    examples = datasets.load("ud_ewt", "dev", str(data_root))[:12]
+    sentences = [example.sentences[0] for example in examples]
+    vocab = Vocabulary.build([sentence.tokens for sentence in sentences])
+    spacy_heads = [tree.heads for tree in parsers.SpacyParser().parse(sentences)]
+
+    def members(**parser):
+        config = base.twin_option(phrase_transformer_pos.get_config(), "solo")
+        config.model.update(dict(hypernodes="dependency", phase2="dense", **parser))
+        featurizer = Featurizer(kind="tagging", vocab=vocab, model_cfg=config.model,
+                                structure_fields=structure_spec(config.model).fields,
+                                tags=tag_index(examples))
+        return [features["sentence/members"].tolist() for features in featurizer.many(examples)]
+
+    def arcs(heads):  # 1-based heads, 0 the root; the root arc is no hypernode
+        return [[dependent, head - 1] for dependent, head in enumerate(heads) if head != 0]
+
+    assert members() == [arcs(sentence.heads) for sentence in sentences]
+    spacy = members(parser="spacy")
+    assert spacy == [arcs(heads) for heads in spacy_heads]
+    assert sum(a != b for a, b in zip(spacy, members(), strict=True)) >= 3
 
 
 @pytest.mark.parametrize("module", [phrase_transformer_pos, phrase_transformer_multi30k_small])
