@@ -16,10 +16,10 @@ left out); 48,423 have 4..32 tokens. The inputs are the full GloVe 6B 50-d vocab
 Words without a vector are dropped from their sentence (data.corpus_oov="drop_words", what the
 authors' code does to a sentence it encodes), so every sentence of 4..32 tokens trains: 45,436
 training sentences (dev 1,483, test 1,504), 92.9% of the lines, 2,909 of 628,099 training words
-dropped, vocabulary 22,019 words (the corpus report that training logs; the authors' conf.json:
-21,583). Changes from the paper: 50-d vectors, data.corpus_oov="drop_words", d_m 512, d_f 1024,
-dropout 0.3, held-out fractions 3% each, 4 epochs (2,848 steps of 64), dev every 250 steps,
-patience 5.
+dropped, vocabulary 22,013 words, 22,019 ids with the 6 special tokens (the corpus report that
+training logs, results/meanmax_aae/corpus.md; the authors' conf.json: 21,583). Changes from the
+paper: 50-d vectors, data.corpus_oov="drop_words", d_m 512, d_f 1024, dropout 0.3, held-out
+fractions 3% each, 4 epochs (2,848 steps of 64), dev every 250 steps, patience 5.
 """
 
 from __future__ import annotations
