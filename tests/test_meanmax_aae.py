@@ -692,3 +692,13 @@ def test_paper_size_has_the_parameters_of_the_authors_conf():
                      + dense(d_model, vocab))                               # eq. 21
     assert table == vocab * d_word
     assert sum(counts.values()) - table == encoder_layer + decoder_layer == 94_098_511
+    # The authors' learned positions ("position": "emb", 34 rows of d_word on each side) add
+    # 2 x 34 x 300 = 20,400: still 94.1M.
+    learned = base.model_config("meanmax_aae")
+    learned.positions = "learned"
+    model = build_task("unlabelled", task_cfg(), target_vocab_size=vocab).build_model(
+        build_encoder(learned, vocab))
+    shapes = jax.eval_shape(lambda: model.init(jax.random.key(0), batch, train=False))
+    total = sum(leaf.size for leaf in jax.tree_util.tree_leaves(shapes["params"]))
+    assert learned.max_positions == 34
+    assert total - vocab * d_word == 94_098_511 + 2 * 34 * d_word

@@ -37,7 +37,7 @@ a vocabulary of 21,583 words) the model has 94.1M parameters outside the fixed w
 of them the 2048 x 21,583 output layer (eq. 21); the paper's text says ~39M, which the code's
 sizes do not give (pinned by tests/test_meanmax_aae.py). Positions are sinusoidal by default, as
 the paper's eq. 1-2; the authors' conf.json uses learned ones ("position": "emb",
-`positions="learned"`).
+`positions="learned"`: 34 rows of d_word on each side, 20,400 more parameters, still 94.1M).
 Every attention here is `jaxenc.layers.attention.MultiHeadAttention` with
 `output_projection=False`; dropout (`dropout_rate`, 0.5) is applied to the inputs and to the
 attention weights, as in the code.
