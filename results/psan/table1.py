@@ -10,13 +10,13 @@ tasks, which `eval.transfer` parses with `spacy-constituency` for any PSAN. UD E
 other models read with its gold dependency arcs or spaCy's, has a row for each: the gold row's
 phrase trees are derived from the gold arcs, as `python -m jaxenc.structures.stats --conllu`
 derives them. Multi30k has no row: its source side is German, and spaCy's model here is
-English. The division is the
-config's own (num_levels, min_split_len, binarize, division). The "segments" structure arrays come
-from `jaxenc.structures.arrays` (`StructureSpec.from_config`, as the featurizer builds them) and
-are counted by `jaxenc.structures.stats.segment_stats`. Every split in the data folder is read
-(examples without a target dropped, as training's loader does; blank sentences, which an encoder
-gives zeros unparsed, left out); a pair gives both its sentences. Sentences longer than the
-batcher's largest bucket are counted too (the batcher drops them later).
+English. The division is the config's own (num_levels, min_split_len, binarize, division). The
+"segments" structure arrays come from `jaxenc.structures.arrays` (`StructureSpec.from_config`, as
+the featurizer builds them) and are counted by `jaxenc.structures.stats.segment_stats`. Every
+split in the data folder is read (examples without a target dropped, as training's loader does;
+blank sentences, which an encoder gives zeros unparsed, left out); a pair gives both its
+sentences. Sentences longer than the batcher's largest bucket are counted too (the batcher drops
+them later).
 
 spaCy parses are cached in --cache_dir (jaxenc.structures.cache), so a rerun parses nothing.
 The numbers are stored in table1.json beside this script; table1.md is rendered from them.
