@@ -9,7 +9,7 @@
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
 # Table: python results/encoders/table.py.
-# Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] results/encoders/run.sh TIER [PARALLEL]
+# Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] [AAE_EPOCHS=40] results/encoders/run.sh TIER [PARALLEL]
 # TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC: DT, plain, Transformer, Tree-LSTM),
 # psan_table4 (PSAN's ablations on TREC), aae.
 # Runs go to $RUNS (default ../runs, beside the repository); a run whose results.md exists is skipped, an unfinished one resumes,
@@ -69,12 +69,14 @@ case $tier in
     for s in $SEEDS; do for t in sick_e sst2 mrpc; do for m in ${MODELS:-dt dt_plain transformer tree_lstm}; do
        add $m $t $s; done; done; done ;;
   aae)  # Mean-Max AAE (unsupervised) on the shared sentences, its ablations, then transfer
-        # (and SICK-R again with SentEval's linear relatedness head, the vectors cached)
+        # (and SICK-R again with SentEval's linear relatedness head, the vectors cached);
+        # AAE_EPOCHS=40 raises the 4-epoch cap so that patience stops the run (results/meanmax_aae/converged/)
     corpus=$RUNS/aae_corpus.txt
     [ -f $corpus ] || python -m jaxenc.data.corpus --data_dir $JAXENC_DATA_DIR --out $corpus
+    cap=${AAE_EPOCHS:+_e$AAE_EPOCHS}; cap_flag=${AAE_EPOCHS:+--config.train.epochs=$AAE_EPOCHS}
     for s in $SEEDS; do for pooling in ${POOLINGS:-meanmax mean max}; do
-      dir=$RUNS/meanmax_aae_small_${pooling}_s$s
-      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.seed=$s --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1 && { [ -f $dir/transfer_senteval_head/results.md ] || python -m eval.transfer --encoder $dir --tasks SICKR --relatedness_head senteval --data_dir $JAXENC_DATA_DIR --out $dir/transfer_senteval_head --cache_dir $dir/transfer/cache; } > $dir.senteval_head.log 2>&1")
+      dir=$RUNS/meanmax_aae_small_${pooling}${cap}_s$s
+      commands+=("{ [ -f $dir/results.md ] || python -m train.main --config=train/configs/meanmax_aae_small.py --workdir=$dir --config.data.corpus_files=$corpus --config.model.pooling=$pooling --config.train.seed=$s $cap_flag --config.train.progress_bar=False; } > $dir.log 2>&1 && { [ -f $dir/transfer/results.md ] || python -m eval.transfer --encoder $dir --data_dir $JAXENC_DATA_DIR --out $dir/transfer; } > $dir.transfer.log 2>&1 && { [ -f $dir/transfer_senteval_head/results.md ] || python -m eval.transfer --encoder $dir --tasks SICKR --relatedness_head senteval --data_dir $JAXENC_DATA_DIR --out $dir/transfer_senteval_head --cache_dir $dir/transfer/cache; } > $dir.senteval_head.log 2>&1")
     done; done ;;
   *) echo "unknown tier $tier" >&2; exit 2 ;;
 esac
