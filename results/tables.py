@@ -64,9 +64,15 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                results/encoders: SST-2 test accuracy of the Tree-LSTM and the Dependency-
                Transformer (with and without relations) by sentence length and by negation,
                mean over the seeds found; from results/encoders/sst2_breakdown/<run>.jsonl
-               (results/encoders/sst2_breakdown.py)
+               (results/encoders/sst_breakdown.py)
   sst2_layers  results/encoders: the same breakdown at seed 0 for the Dependency-Transformer's
                layer experiments (relations to a longer tree distance, more layers)
+  sst5_breakdown  results/encoders: the same breakdown of SST-5 (5 classes) for the Tree-LSTM
+               and the Dependency-Transformer with and without relations; from
+               results/encoders/sst5_breakdown/<run>.jsonl
+  sst5_retrained  results/encoders: the runs trained again for that breakdown (their files in
+               results/encoders/sst5_breakdown/trained_again/<run>/) beside the committed table
+               runs
   disan_kernels, disan_goal, perf_goals, perf_train_rates
                results/disan/speed.md and docs/performance.md: the benchmark reports committed
                in results/ (results/bench_tables.py says which)
@@ -108,6 +114,7 @@ AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
 AAE_SENTEVAL_HEAD = AAE_PAGE / "senteval_head"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 SST2_BREAKDOWN = RESULTS / "encoders" / "sst2_breakdown"
+SST5_BREAKDOWN = RESULTS / "encoders" / "sst5_breakdown"
 # column of the SST-2 breakdown tables -> the names of its runs' files (group 1: the seed)
 SST2_MODELS = {"Tree-LSTM": r"tree_lstm_sst2_s(\d+)",
                "Dependency-Transformer": r"dt_sst2_s(\d+)",
@@ -120,6 +127,10 @@ SST2_LAYER_MODELS = {"Tree-LSTM": r"tree_lstm_sst2_s(0)",
                      "Dependency-Transformer, relations to tree distance 6":
                          r"diag_dt_sst2_s(0)_distance6",
                      "Dependency-Transformer, 6 layers": r"diag_dt_sst2_s(0)_layers6"}
+# column of the SST-5 breakdown table -> the names of its runs' files (group 1: the seed)
+SST5_BREAKDOWN_MODELS = {"Tree-LSTM": r"tree_lstm_sst5_s(\d+)",
+                         "Dependency-Transformer": r"dt_sst5_s(\d+)",
+                         "Dependency-Transformer, no relations": r"dt_plain_sst5_s(\d+)"}
 SST2_LENGTHS = ((1, 10), (11, 20), (21, 30), (31, None))  # token-count buckets, inclusive
 MARKER = marked_tables.marker("tables.py")
 BLEU = re.compile(r"^(\w+): sacrebleu .*?BLEU = ([\d.]+)", re.MULTILINE)
@@ -217,13 +228,14 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-# --- results/encoders: SST-2 by sentence ------------------------------------------------------
+# --- results/encoders: SST-2 and SST-5 by sentence --------------------------------------------
 
-def sst2_sentences(models: Mapping[str, str]) -> dict[str, dict[int, list[dict]]]:
-    """column -> seed -> the per-sentence facts of its run (SST2_BREAKDOWN/<run>.jsonl), for
-    the columns of `models` (column -> run-name pattern, group 1: the seed)."""
+def breakdown_sentences(folder: Path,
+                        models: Mapping[str, str]) -> dict[str, dict[int, list[dict]]]:
+    """column -> seed -> the per-sentence facts of its run (`folder`/<run>.jsonl), for the
+    columns of `models` (column -> run-name pattern, group 1: the seed)."""
     found: dict[str, dict[int, list[dict]]] = {}
-    for path in sorted(SST2_BREAKDOWN.glob("*.jsonl")):
+    for path in sorted(folder.glob("*.jsonl")):
         for column, pattern in models.items():
             match = re.fullmatch(pattern, path.stem)
             if match:
@@ -233,15 +245,17 @@ def sst2_sentences(models: Mapping[str, str]) -> dict[str, dict[int, list[dict]]
             if column in found}
 
 
-def _sst2_breakdown(groups: Sequence[tuple[str, Callable[[dict], bool]]],
-                    models: Mapping[str, str] = SST2_MODELS) -> str:
-    """Accuracy (%) of each column's runs (`models`) on the sentences of each group, the mean
-    over its seeds, and the Dependency-Transformer's difference from the Tree-LSTM."""
-    runs = sst2_sentences(models)
+def _breakdown(folder: Path, groups: Sequence[tuple[str, Callable[[dict], bool]]],
+               models: Mapping[str, str]) -> str:
+    """Accuracy (%) of each column's runs (`models`, files in `folder`) on the sentences of each
+    group, the mean over its seeds, and the Dependency-Transformer's difference from the
+    Tree-LSTM."""
+    runs = breakdown_sentences(folder, models)
     sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
     if len(sizes) != 1:
-        raise ValueError(f"{SST2_BREAKDOWN}: runs of different test sets ({sorted(sizes)} "
-                         "sentences)")
+        raise ValueError(f"{folder}: runs of different test sets ({sorted(sizes)} sentences)"
+                         if sizes else f"{folder}: no per-sentence file of {', '.join(models)} "
+                         "(fix: python results/encoders/sst_breakdown.py collect RUN_DIR ...)")
     first = next(iter(next(iter(runs.values())).values()))
     rows = []
     for label, member in groups:
@@ -271,23 +285,51 @@ def _length_groups() -> list[tuple[str, Callable[[dict], bool]]]:
 
 NEGATION_GROUPS = (("with a negation word", lambda facts: facts["negation"]),
                    ("without one", lambda facts: not facts["negation"]))
+EVERY_GROUP = (*_length_groups(), *NEGATION_GROUPS, ("all", lambda facts: True))
 
 
 def sst2_by_length_table() -> str:
     """SST-2 test accuracy by token count (SST2_LENGTHS), and over every sentence."""
-    return _sst2_breakdown([*_length_groups(), ("all", lambda facts: True)])
+    return _breakdown(SST2_BREAKDOWN, [*_length_groups(), ("all", lambda facts: True)],
+                      SST2_MODELS)
 
 
 def sst2_by_negation_table() -> str:
     """SST-2 test accuracy on the sentences with and without a negation word."""
-    return _sst2_breakdown(NEGATION_GROUPS)
+    return _breakdown(SST2_BREAKDOWN, NEGATION_GROUPS, SST2_MODELS)
 
 
 def sst2_layers_table() -> str:
     """Seed 0: the Dependency-Transformer's layer experiments (SST2_LAYER_MODELS) beside its
     table run and the Tree-LSTM, by token count, by negation, and over every sentence."""
-    return _sst2_breakdown([*_length_groups(), *NEGATION_GROUPS, ("all", lambda facts: True)],
-                           SST2_LAYER_MODELS)
+    return _breakdown(SST2_BREAKDOWN, EVERY_GROUP, SST2_LAYER_MODELS)
+
+
+def sst5_breakdown_table() -> str:
+    """SST-5 test accuracy (5 classes) of the Tree-LSTM and the Dependency-Transformer (with and
+    without relations), mean over the seeds found, by token count, by negation, and over every
+    sentence."""
+    return _breakdown(SST5_BREAKDOWN, EVERY_GROUP, SST5_BREAKDOWN_MODELS)
+
+
+def sst5_retrained_table() -> str:
+    """Each run trained again for the SST-5 breakdown
+    (SST5_BREAKDOWN/trained_again/<run>/results.md) beside the committed table run of the same
+    name (ENCODER_RUNS/<run>/results.md): dev and test accuracy (%), where each stopped."""
+    rows = []
+    for again in sorted(SST5_BREAKDOWN.glob("trained_again/*/results.md")):
+        table_run = ENCODER_RUNS / again.parent.name / "results.md"
+        if not table_run.is_file():
+            raise ValueError(f"{again}: no table run {table_run} to set it beside (fix: name the "
+                             "folder after the table run it trains again)")
+        cells = []
+        for found in (row(table_run), row(again)):
+            cells += [percent(value(found["dev accuracy"])), percent(value(found["test accuracy"])),
+                      f"{found['best step']} of {found['steps']} ({found['stopped by']})"]
+        rows.append([again.parent.name, *cells])
+    return markdown(["run", "dev acc (table run)", "test acc (table run)",
+                     "best step of steps (table run)", "dev acc (trained again)",
+                     "test acc (trained again)", "best step of steps (trained again)"], rows)
 
 
 # --- results/disan -----------------------------------------------------------------------------
@@ -884,7 +926,8 @@ def bench_table(name: str) -> Callable[[], str]:
 
 TABLES: dict[str, Callable[[], str]] = {
     "sst2_by_length": sst2_by_length_table, "sst2_by_negation": sst2_by_negation_table,
-    "sst2_layers": sst2_layers_table,
+    "sst2_layers": sst2_layers_table, "sst5_breakdown": sst5_breakdown_table,
+    "sst5_retrained": sst5_retrained_table,
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
@@ -905,6 +948,8 @@ PAGES = {
     "sst2_by_length": RESULTS / "encoders" / "README.md",
     "sst2_by_negation": RESULTS / "encoders" / "README.md",
     "sst2_layers": RESULTS / "encoders" / "README.md",
+    "sst5_breakdown": RESULTS / "encoders" / "README.md",
+    "sst5_retrained": RESULTS / "encoders" / "README.md",
     "disan_sweep": RESULTS / "disan" / "README.md",
     "psan_table4": RESULTS / "psan" / "README.md",
     "psan_seeds": RESULTS / "psan" / "README.md",

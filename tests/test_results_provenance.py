@@ -301,6 +301,79 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
         tables.sst2_by_length_table()
 
 
+def test_the_sst5_breakdown_reads_its_own_folder(tables, tmp_path, monkeypatch):
+    """SST-5's table reads sst5_breakdown/ alone (an SST-2 file there is no column of it), every
+    group of the seed-0 layer table, the mean over seeds, and one line naming the fix when no
+    file is there."""
+    facts = [(4, True), (15, False), (22, False), (33, False)]  # (tokens, negation)
+    correct = {"tree_lstm_sst5_s0": [1, 0, 1, 1], "dt_sst5_s0": [0, 0, 1, 0],
+               "dt_sst5_s1": [0, 1, 1, 1], "tree_lstm_sst2_s1": [0, 0, 0, 0]}
+    for run, marks in correct.items():
+        (tmp_path / f"{run}.jsonl").write_text("".join(
+            json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
+            for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
+    monkeypatch.setattr(tables, "SST5_BREAKDOWN", tmp_path)
+    rows = tables.read_rows(_written(tmp_path, tables.sst5_breakdown_table()))
+    tree, dt = "Tree-LSTM (seed 0)", "Dependency-Transformer (seeds 0, 1)"
+    plain = "Dependency-Transformer, no relations (no runs)"
+    assert [(r["test sentences"], r["count"], r[tree], r[dt], r[plain],
+             r["Dependency-Transformer − Tree-LSTM"]) for r in rows] == [
+        ("1-10 tokens", "1", "100.0", "0.0", "—", "-100.0"),
+        ("11-20 tokens", "1", "0.0", "50.0", "—", "+50.0"),
+        ("21-30 tokens", "1", "100.0", "100.0", "—", "+0.0"),
+        ("31+ tokens", "1", "100.0", "50.0", "—", "-50.0"),
+        ("with a negation word", "1", "100.0", "0.0", "—", "-100.0"),
+        ("without one", "3", "66.7", "66.7", "—", "+0.0"),
+        ("all", "4", "75.0", "50.0", "—", "-25.0")]
+    monkeypatch.setattr(tables, "SST5_BREAKDOWN", tmp_path / "empty")
+    with pytest.raises(ValueError, match=r"empty: no per-sentence file of Tree-LSTM.*fix: python "
+                                         r"results/encoders/sst_breakdown\.py collect"):
+        tables.sst5_breakdown_table()
+
+
+def _run_file(path, steps: str, stopped: str, best: str, dev: str, test: str) -> None:
+    path.write_text("| model | steps | stopped by | best step | dev accuracy | test accuracy |\n"
+                    f"|---|---|---|---|---|---|\n| dt | {steps} | {stopped} | {best} | {dev} | "
+                    f"{test} |\n", encoding="utf-8")
+
+
+def test_each_run_trained_again_sits_beside_its_table_run(tables, tmp_path, monkeypatch):
+    runs, again = tmp_path / "runs", tmp_path / "breakdown" / "trained_again"
+    for folder in (runs / "dt_sst5_s0", again / "dt_sst5_s0", again / "tree_lstm_sst5_s9"):
+        folder.mkdir(parents=True)
+    _run_file(runs / "dt_sst5_s0" / "results.md", "12,000", "patience", "7,000", "0.4351",
+              "0.4452")
+    _run_file(again / "dt_sst5_s0" / "results.md", "14,000", "patience", "9,000", "0.4496",
+              "0.4615")
+    monkeypatch.setattr(tables, "ENCODER_RUNS", runs)
+    monkeypatch.setattr(tables, "SST5_BREAKDOWN", tmp_path / "breakdown")
+    rows = tables.read_rows(_written(tmp_path, tables.sst5_retrained_table()))
+    assert [list(r.values()) for r in rows] == [[
+        "dt_sst5_s0", "43.51", "44.52", "7,000 of 12,000 (patience)", "44.96", "46.15",
+        "9,000 of 14,000 (patience)"]]
+    _run_file(again / "tree_lstm_sst5_s9" / "results.md", "6,000", "cap", "5,000", "0.4659",
+              "0.4611")
+    with pytest.raises(ValueError, match=r"tree_lstm_sst5_s9/results\.md: no table run .*fix: "
+                                         r"name the folder after the table run"):
+        tables.sst5_retrained_table()
+
+
+def test_the_breakdown_script_takes_sst2_and_sst5_runs_only(load_script, tmp_path):
+    script = load_script("results/encoders/sst_breakdown.py", "sst_breakdown")
+    assert set(script.OUT) == {"sst2_phrases", "sst5_phrases"}
+    assert script.OUT["sst5_phrases"].name == "sst5_breakdown"
+    assert script.sentence_facts(("It", "is", "n't", "bad")) == {"tokens": 4, "negation": True}
+    assert script.sentence_facts(("Not", "bad")) == {"tokens": 2, "negation": True}
+    assert script.sentence_facts(("good", "knot")) == {"tokens": 2, "negation": False}
+    run = tmp_path / "trec_run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"task": {"dataset": "trec"}}), encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"trec_run: a trec run, not SST-2 or SST-5 \(fix: pass "
+                                         r"the directory of a run of sst2_phrases or "
+                                         r"sst5_phrases\)"):
+        script.collect([run])
+
+
 def test_the_pos_recipe_table_reads_unknown_word_sums(tables, tmp_path, monkeypatch):
     """Accuracy on the unknown-id words and their share of the tokens from the sums written
     here; a run without a sums file shows a dash; a recipe without a run file has no rows."""

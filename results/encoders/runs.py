@@ -159,7 +159,7 @@ RECIPE_TASK = {"trec": "trec", "sick_r": "sick_r", "sick_e": "sick_r", "mrpc": "
 # and its ablation with the paper's [root] sentence vector, beside their table runs at the chosen
 # mean of the word nodes (on SST-5, where the Child-Sum Tree-LSTM's root state is ahead of it at
 # every seed, the paper's [root] node is the like-for-like vector; on SST-2, where it trails the
-# Tree-LSTM on long sentences and negations, sst2_breakdown.py). The Dependency-Transformer on
+# Tree-LSTM on long sentences and negations, sst_breakdown.py). The Dependency-Transformer on
 # SST-5 with dropout 0.1, beside its table runs at TREC's recipe (no dropout), whose dev accuracy
 # peaks early and then falls, and with Adam 1e-3 after 500 warm-up steps instead of 3e-4: its dev
 # accuracy starts lower than the bag's and the Tree-LSTM's and climbs more slowly. PSAN on the pair
@@ -306,13 +306,19 @@ def collect() -> None:
         if source.name not in planned:
             print(f"skipped {source}: not a run of runs.py's plans")
             continue
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(results, target / "results.md")
-        shutil.copyfile(source / "config.json", target / "config.json")
-        records = [line for line in (source / "metrics.jsonl").read_text().splitlines()
-                   if json.loads(line)["split"] in ("dev", "test")]
-        (target / "metrics.jsonl").write_text("".join(f"{line}\n" for line in records))
+        copy_run_files(source, target)
         print(f"collected {target.relative_to(REPO)}")
+
+
+def copy_run_files(source: Path, target: Path) -> None:
+    """A finished run's results.md, config.json and dev / test metric records (no train
+    records, no checkpoints) from its workdir `source` into the folder `target`."""
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source / "results.md", target / "results.md")
+    shutil.copyfile(source / "config.json", target / "config.json")
+    records = [line for line in (source / "metrics.jsonl").read_text().splitlines()
+               if json.loads(line)["split"] in ("dev", "test")]
+    (target / "metrics.jsonl").write_text("".join(f"{line}\n" for line in records))
 
 
 def main() -> None:
