@@ -255,6 +255,15 @@ def _written(folder, table: str):
     return path
 
 
+def _breakdown_files(folder, facts: list[tuple[int, bool]], correct: dict[str, list[int]]):
+    """<run>.jsonl in `folder` for each run of `correct`: per sentence its (tokens, negation) of
+    `facts` and whether the run got it right (1/0)."""
+    for run, marks in correct.items():
+        (folder / f"{run}.jsonl").write_text("".join(
+            json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
+            for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
+
+
 def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypatch):
     """Per group the share of correct sentences of each run, the mean over a model's seeds, and
     the Dependency-Transformer minus the Tree-LSTM, against counts written here; the seed-0
@@ -263,10 +272,7 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
     correct = {"tree_lstm_sst2_s0": [1, 1, 0, 1], "dt_sst2_s0": [1, 0, 0, 1],
                "dt_sst2_s1": [1, 1, 0, 0], "dt_plain_sst2_s3": [0, 0, 1, 1],
                "diag_dt_sst2_s0_root": [0, 1, 1, 1]}
-    for run, marks in correct.items():
-        (tmp_path / f"{run}.jsonl").write_text("".join(
-            json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
-            for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
+    _breakdown_files(tmp_path, facts, correct)
     monkeypatch.setattr(tables, "SST2_BREAKDOWN", tmp_path)
     by_length = tables.read_rows(_written(tmp_path, tables.sst2_by_length_table()))
     tree, dt, plain = "Tree-LSTM (seed 0)", "Dependency-Transformer (seeds 0, 1)", (
@@ -308,10 +314,7 @@ def test_the_sst5_breakdown_reads_its_own_folder(tables, tmp_path, monkeypatch):
     facts = [(4, True), (15, False), (22, False), (33, False)]  # (tokens, negation)
     correct = {"tree_lstm_sst5_s0": [1, 0, 1, 1], "dt_sst5_s0": [0, 0, 1, 0],
                "dt_sst5_s1": [0, 1, 1, 1], "tree_lstm_sst2_s1": [0, 0, 0, 0]}
-    for run, marks in correct.items():
-        (tmp_path / f"{run}.jsonl").write_text("".join(
-            json.dumps({"tokens": t, "negation": n, "correct": bool(c)}) + "\n"
-            for (t, n), c in zip(facts, marks, strict=True)), encoding="utf-8")
+    _breakdown_files(tmp_path, facts, correct)
     monkeypatch.setattr(tables, "SST5_BREAKDOWN", tmp_path)
     rows = tables.read_rows(_written(tmp_path, tables.sst5_breakdown_table()))
     tree, dt = "Tree-LSTM (seed 0)", "Dependency-Transformer (seeds 0, 1)"
