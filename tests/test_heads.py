@@ -182,15 +182,25 @@ def test_tagging_scores_words_outside_the_training_vocabulary_apart():
     assert "unknown_word_accuracy" not in task.summarize(known)
 
 
-def test_token_losses_with_label_smoothing_match_a_loop():
-    logits = RNG.normal(size=(2, 3, 5)).astype(np.float32)
+def _smoothed_target(target: int, vocab: int, eps: float) -> np.ndarray:
+    smoothed = np.full(vocab, eps / vocab)
+    smoothed[target] += 1 - eps
+    return smoothed
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_token_losses_and_their_gradient_match_a_loop(eps):
+    logits = RNG.normal(size=(2, 3, 5)).astype(np.float32) * 3
     targets = np.array([[1, 4, 0], [2, 2, 3]], np.int32)
-    got = losses.token_losses(jnp.asarray(logits), jnp.asarray(targets), label_smoothing=0.1)
+    got = losses.token_losses(jnp.asarray(logits), jnp.asarray(targets), label_smoothing=eps)
+    grad = jax.grad(lambda x: losses.token_losses(x, jnp.asarray(targets), eps).sum())(
+        jnp.asarray(logits))
     for b, t in itertools.product(range(2), range(3)):
-        log_p = np.log(np_softmax(logits[b, t]))
-        smoothed = np.full(5, 0.1 / 5)
-        smoothed[targets[b, t]] += 0.9
-        np.testing.assert_allclose(got[b, t], -(smoothed * log_p).sum(), rtol=1e-5)
+        p = np_softmax(logits[b, t])
+        smoothed = _smoothed_target(targets[b, t], 5, eps)
+        np.testing.assert_allclose(got[b, t], -(smoothed * np.log(p)).sum(), rtol=1e-5)
+        # d/dx of -sum_k q_k log softmax(x)_k is softmax(x) - q.
+        np.testing.assert_allclose(grad[b, t], p - smoothed, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -39,10 +39,15 @@ def squared_errors(target: jax.Array, log_probs: jax.Array) -> jax.Array:
 
 
 def token_losses(logits: jax.Array, targets: jax.Array, label_smoothing: float = 0.0) -> jax.Array:
-    """Cross-entropy against targets smoothed by `label_smoothing`: logits [B, T, V] -> [B, T].
+    """Cross-entropy against targets smoothed by `label_smoothing`: logits [B, T, V],
+    targets int[B, T] -> [B, T].
 
-    The smoothed target puts 1 - eps on the gold token and eps / V on every token.
+    The smoothed target q puts 1 - eps on the gold token y and eps / V on every token, so
+    -sum_k q_k log p_k = logsumexp(x) - (1 - eps) x_y - eps mean_k(x_k), which needs no
+    [B, T, V] one-hot target (bench/bench_token_loss.py times both forms).
     """
-    vocab = logits.shape[-1]
-    smoothed = optax.smooth_labels(jax.nn.one_hot(targets, vocab), label_smoothing)
-    return optax.softmax_cross_entropy(logits, smoothed)
+    gold = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    losses = jax.nn.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * gold
+    if label_smoothing:
+        losses = losses - label_smoothing * jnp.mean(logits, axis=-1)
+    return losses
