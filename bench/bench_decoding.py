@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from bench.common import parse_ints, time_in_turns
-from bench.run import machine
+from bench.common import measure_and_report, parse_ints, time_in_turns
+from bench.run import machine_words
 from jaxenc import cli
 from jaxenc.configs import model_config
 from jaxenc.data.vocab import EOS, NUM_SPECIAL
@@ -103,13 +102,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
 def markdown(rows: list[dict], args: argparse.Namespace, load: tuple[float, float]) -> str:
     """The table: decoded tokens/s, uncached and cached, and their ratio, after a line that
     states the settings and the machine (CPU model, cores, load average, JAX version)."""
-    host = machine()
     lines = [f"Decoded tokens/s, batch {args.batch} (beam search: {args.beam} hypotheses per "
              f"row), source {args.source} tokens, d {args.model_dim}, ff {args.ff_dim}, "
              f"{args.heads} heads, Transformer decoder {args.layers} layers, vocabulary "
-             f"{args.vocab}; {host['backend']} ({host['cpu_model']}, {host['nproc']} cores, "
-             f"load average {load[0]:.1f} at the start, {load[1]:.1f} at the end; jax "
-             f"{host['jax']}); median of up to "
+             f"{args.vocab}; {machine_words(load)}; median of up to "
              f"{args.repeats} calls per variant, the two taking turns "
              "(python -m bench.bench_decoding).", "",
              "| decoder | search | length | uncached tokens/s | cached tokens/s | "
@@ -162,15 +158,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                              "one is slow; at least one)")
     parser.add_argument("--out", type=Path, default=None,
                         help="also write the table to this markdown file")
-    args = parser.parse_args(argv)
-    start = os.getloadavg()[0]
-    rows = measure(args)
-    table = markdown(rows, args, (start, os.getloadavg()[0]))
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table)
-    return rows
+    return measure_and_report(measure, markdown, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

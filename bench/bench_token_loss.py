@@ -17,7 +17,6 @@ gradients. The default vocabulary is Mean-Max AAE's small config's (22,019 ids).
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import jax
@@ -26,8 +25,8 @@ import numpy as np
 import optax
 
 from bench.bench_meanmax import SMALL_CORPUS_VOCAB
-from bench.common import compile_timed, memory_mib, parse_ints, time_in_turns
-from bench.run import machine
+from bench.common import compile_timed, measure_and_report, memory_mib, parse_ints, time_in_turns
+from bench.run import machine_words
 from jaxenc import cli
 from jaxenc.tasks.losses import token_losses
 
@@ -86,12 +85,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
 
 def markdown(rows: list[dict], args: argparse.Namespace, load: tuple[float, float]) -> str:
     """The table, after a line that states the settings and the machine."""
-    host = machine()
     lines = [f"Label-smoothed token loss (eps {args.label_smoothing}), forward + backward with "
              f"respect to the logits, batch {args.batch}, vocabulary {args.vocab:,}; "
-             f"{host['backend']} ({host['cpu_model']}, {host['nproc']} cores, load average "
-             f"{load[0]:.1f} at the start, {load[1]:.1f} at the end; jax {host['jax']}); median "
-             f"of up to {args.repeats} calls per form, the two taking turns "
+             f"{machine_words(load)}; median of up to {args.repeats} calls per form, the two "
+             "taking turns "
              "(python -m bench.bench_token_loss).", "",
              "| length | one-hot ms | closed form ms | one-hot / closed form | one-hot temp MiB | "
              "closed form temp MiB | max loss difference | max gradient difference | "
@@ -121,15 +118,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="seconds of timed calls per form at most (at least one call)")
     parser.add_argument("--out", type=Path, default=None,
                         help="also write the table to this markdown file")
-    args = parser.parse_args(argv)
-    start = os.getloadavg()[0]
-    rows = measure(args)
-    table = markdown(rows, args, (start, os.getloadavg()[0]))
-    print(table)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table)
-    return rows
+    return measure_and_report(measure, markdown, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

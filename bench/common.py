@@ -292,6 +292,21 @@ def one_core() -> Iterator[None]:
         os.sched_setaffinity(0, cores)
 
 
+def measure_and_report(measure: Callable[[object], list[dict]],
+                       markdown: Callable[[list[dict], object, tuple[float, float]], str],
+                       args) -> list[dict]:
+    """rows = measure(args); prints markdown(rows, args, (load average at the start, at the
+    end)) and writes it to `args.out` too when that is set."""
+    start = os.getloadavg()[0]
+    rows = measure(args)
+    table = markdown(rows, args, (start, os.getloadavg()[0]))
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table)
+    return rows
+
+
 def parse_ints(text: str) -> list[int]:
     """"16,32,64" -> [16, 32, 64]."""
     return [int(value) for value in text.split(",") if value]

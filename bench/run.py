@@ -480,6 +480,14 @@ def machine() -> dict[str, Any]:
                 platform=platform.platform())
 
 
+def machine_words(load: tuple[float, float]) -> str:
+    """'cpu (CPU model, N cores, load average a at the start, b at the end; jax X)': the machine
+    of a report's first line, with the load average at the start and at the end of its run."""
+    host = machine()
+    return (f"{host['backend']} ({host['cpu_model']}, {host['nproc']} cores, load average "
+            f"{load[0]:.1f} at the start, {load[1]:.1f} at the end; jax {host['jax']})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m bench.run", description=__doc__.split("\n\n")[0],
                      epilog=__doc__.split("\n\n", 1)[1],
