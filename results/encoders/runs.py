@@ -14,11 +14,13 @@ results/encoders/table.py sweep`).
   python results/encoders/runs.py diagnose     # the experiments of the diagnoses (DIAGNOSES)
   python results/encoders/runs.py collect      # finished runs' files -> results/encoders/runs/
   python results/encoders/runs.py list sweep   # the commands, one a line
+  RUNS=DIR python results/encoders/runs.py table --again --models dt --tasks sst5 --seeds 0
 
 Workdirs (checkpoints included) go to $RUNS (default ../runs, beside the repository). A run
 whose results.md exists there or among the committed runs is skipped, an unfinished one
 resumes, and one that another queue holds (its lock file) is left to it, so queues can be
-started at any time, side by side.
+started at any time, side by side. `--again` trains committed runs too (their checkpoints are not
+committed), into $RUNS.
 """
 
 from __future__ import annotations
@@ -268,9 +270,12 @@ def diagnosis_plan() -> dict[str, list[str]]:
     return plan
 
 
-def run_one(name: str, argv: list[str]) -> str:
+def run_one(name: str, argv: list[str], again: bool = False) -> str:
+    """Runs `argv` into $RUNS/<name> unless it is finished there, or (without `again`) among the
+    committed runs; returns one line saying what happened."""
     workdir = runs_root() / name
-    if (workdir / "results.md").is_file() or (COMMITTED / name / "results.md").is_file():
+    if (workdir / "results.md").is_file() or (
+            not again and (COMMITTED / name / "results.md").is_file()):
         return f"done already: {name}"
     with open(runs_root() / f"{name}.lock", "w") as lock:
         try:
@@ -283,10 +288,10 @@ def run_one(name: str, argv: list[str]) -> str:
     return f"{'finished' if status == 0 else f'FAILED ({status})'}: {name}"
 
 
-def queue(plan: dict[str, list[str]], parallel: int) -> None:
+def queue(plan: dict[str, list[str]], parallel: int, again: bool = False) -> None:
     runs_root().mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(parallel) as pool:
-        for line in pool.map(lambda item: run_one(*item), plan.items()):
+        for line in pool.map(lambda item: run_one(*item, again=again), plan.items()):
             print(line, flush=True)
 
 
@@ -335,6 +340,9 @@ def main() -> None:
                         help="table: seeds (default: each model's, SEEDS: 5 for dt, dt_plain "
                              "and tree_lstm, 3 for the others)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    parser.add_argument("--again", action="store_true",
+                        help="train runs whose files are committed too (into $RUNS: a run "
+                             "trained again for the checkpoint its committed files lack)")
     args = parser.parse_args()
     if args.stage == "collect":
         collect()
@@ -355,7 +363,7 @@ def main() -> None:
     if args.stage == "list":
         print("\n".join(f"{name}: {' '.join(argv[1:])}" for name, argv in plan.items()))
     else:
-        queue(plan, args.parallel)
+        queue(plan, args.parallel, args.again)
 
 
 if __name__ == "__main__":
