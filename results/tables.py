@@ -70,6 +70,9 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
   sst5_breakdown  results/encoders: the same breakdown of SST-5 (5 classes) for the Tree-LSTM
                and the Dependency-Transformer with and without relations; from
                results/encoders/sst5_breakdown/<run>.jsonl
+  sst5_breakdown_by_seed
+               results/encoders: that breakdown seed by seed, the Dependency-Transformer minus
+               the Tree-LSTM with their two accuracies
   sst5_retrained  results/encoders: the runs trained again for that breakdown (their files in
                results/encoders/sst5_breakdown/trained_again/<run>/) beside the committed table
                runs
@@ -250,19 +253,13 @@ def _breakdown(folder: Path, groups: Sequence[tuple[str, Callable[[dict], bool]]
     """Accuracy (%) of each column's runs (`models`, files in `folder`) on the sentences of each
     group, the mean over its seeds, and the Dependency-Transformer's difference from the
     Tree-LSTM."""
-    runs = breakdown_sentences(folder, models)
-    sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
-    if len(sizes) != 1:
-        raise ValueError(f"{folder}: runs of different test sets ({sorted(sizes)} sentences)"
-                         if sizes else f"{folder}: no per-sentence file of {', '.join(models)} "
-                         "(fix: python results/encoders/sst_breakdown.py collect RUN_DIR ...)")
+    runs = _one_test_set(folder, models)
     first = next(iter(next(iter(runs.values())).values()))
     rows = []
     for label, member in groups:
         picked = [i for i, facts in enumerate(first) if member(facts)]
-        means = {column: statistics.mean(
-            100 * sum(run[i]["correct"] for i in picked) / len(picked) for run in seeds.values())
-            for column, seeds in runs.items()}
+        means = {column: statistics.mean(_accuracy(run, picked) for run in seeds.values())
+                 for column, seeds in runs.items()}
         gap = means.get("Dependency-Transformer", math.nan) - means.get("Tree-LSTM", math.nan)
         rows.append([label, str(len(picked)),
                      *(f"{means[c]:.1f}" if c in means else DASH for c in models),
@@ -270,6 +267,47 @@ def _breakdown(folder: Path, groups: Sequence[tuple[str, Callable[[dict], bool]]
     header = [f"{column} ({_seeds_label(runs.get(column, {}))})" for column in models]
     return markdown(["test sentences", "count", *header, "Dependency-Transformer − Tree-LSTM"],
                     rows)
+
+
+def _one_test_set(folder: Path, models: Mapping[str, str]) -> dict[str, dict[int, list[dict]]]:
+    """breakdown_sentences(folder, models), checked to hold runs of one test set."""
+    runs = breakdown_sentences(folder, models)
+    sizes = {len(rows) for seeds in runs.values() for rows in seeds.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"{folder}: runs of different test sets ({sorted(sizes)} sentences)"
+                         if sizes else f"{folder}: no per-sentence file of {', '.join(models)} "
+                         "(fix: python results/encoders/sst_breakdown.py collect RUN_DIR ...)")
+    return runs
+
+
+def _accuracy(run: Sequence[dict], picked: Sequence[int]) -> float:
+    """Accuracy (%) of one run's per-sentence facts on the sentences `picked` (indices)."""
+    return 100 * sum(run[i]["correct"] for i in picked) / len(picked)
+
+
+def _breakdown_by_seed(folder: Path, groups: Sequence[tuple[str, Callable[[dict], bool]]],
+                       models: Mapping[str, str]) -> str:
+    """Per seed that both have, the Dependency-Transformer's accuracy (%) minus the Tree-LSTM's
+    on the sentences of each group, with the two accuracies: a cell reads
+    "-4.3 (43.4 / 47.7)"."""
+    runs = _one_test_set(folder, models)
+    dt, tree = runs.get("Dependency-Transformer", {}), runs.get("Tree-LSTM", {})
+    seeds = sorted(dt.keys() & tree.keys())
+    if not seeds:
+        raise ValueError(f"{folder}: no seed with runs of both the Dependency-Transformer and the "
+                         "Tree-LSTM (fix: python results/encoders/sst_breakdown.py collect "
+                         "RUN_DIR ...)")
+    first = dt[seeds[0]]
+    rows = []
+    for label, member in groups:
+        picked = [i for i, facts in enumerate(first) if member(facts)]
+        cells = []
+        for seed in seeds:
+            ours, theirs = _accuracy(dt[seed], picked), _accuracy(tree[seed], picked)
+            cells.append(f"{ours - theirs:+.1f} ({ours:.1f} / {theirs:.1f})")
+        rows.append([label, str(len(picked)), *cells])
+    return markdown(["test sentences", "count",
+                     *(f"seed {seed}: DT − Tree-LSTM (DT / Tree-LSTM)" for seed in seeds)], rows)
 
 
 def _seeds_label(seeds: dict) -> str:
@@ -310,6 +348,12 @@ def sst5_breakdown_table() -> str:
     without relations), mean over the seeds found, by token count, by negation, and over every
     sentence."""
     return _breakdown(SST5_BREAKDOWN, EVERY_GROUP, SST5_BREAKDOWN_MODELS)
+
+
+def sst5_breakdown_by_seed_table() -> str:
+    """The same SST-5 groups seed by seed: the Dependency-Transformer (DT) minus the Tree-LSTM,
+    and their two accuracies."""
+    return _breakdown_by_seed(SST5_BREAKDOWN, EVERY_GROUP, SST5_BREAKDOWN_MODELS)
 
 
 def sst5_retrained_table() -> str:
@@ -927,7 +971,7 @@ def bench_table(name: str) -> Callable[[], str]:
 TABLES: dict[str, Callable[[], str]] = {
     "sst2_by_length": sst2_by_length_table, "sst2_by_negation": sst2_by_negation_table,
     "sst2_layers": sst2_layers_table, "sst5_breakdown": sst5_breakdown_table,
-    "sst5_retrained": sst5_retrained_table,
+    "sst5_breakdown_by_seed": sst5_breakdown_by_seed_table, "sst5_retrained": sst5_retrained_table,
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
     "psan_table5": psan_table5_table, "pt_pos": pt_pos_table,
@@ -949,6 +993,7 @@ PAGES = {
     "sst2_by_negation": RESULTS / "encoders" / "README.md",
     "sst2_layers": RESULTS / "encoders" / "README.md",
     "sst5_breakdown": RESULTS / "encoders" / "README.md",
+    "sst5_breakdown_by_seed": RESULTS / "encoders" / "README.md",
     "sst5_retrained": RESULTS / "encoders" / "README.md",
     "disan_sweep": RESULTS / "disan" / "README.md",
     "psan_table4": RESULTS / "psan" / "README.md",

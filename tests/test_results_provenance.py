@@ -334,6 +334,35 @@ def test_the_sst5_breakdown_reads_its_own_folder(tables, tmp_path, monkeypatch):
         tables.sst5_breakdown_table()
 
 
+def test_the_sst5_breakdown_by_seed_pairs_the_runs_of_one_seed(tables, tmp_path, monkeypatch):
+    """Seed by seed, the Dependency-Transformer's share of correct sentences minus the
+    Tree-LSTM's, with both, against counts written here; a seed without both models has no
+    column, and a folder without such a seed names the fix."""
+    facts = [(4, True), (15, False), (22, False), (33, True)]  # (tokens, negation)
+    correct = {"tree_lstm_sst5_s0": [1, 0, 1, 1], "dt_sst5_s0": [0, 0, 1, 0],
+               "tree_lstm_sst5_s2": [0, 1, 0, 0], "dt_sst5_s2": [1, 1, 1, 0],
+               "dt_sst5_s1": [1, 1, 1, 1], "dt_plain_sst5_s0": [1, 1, 1, 1]}
+    _breakdown_files(tmp_path, facts, correct)
+    monkeypatch.setattr(tables, "SST5_BREAKDOWN", tmp_path)
+    rows = tables.read_rows(_written(tmp_path, tables.sst5_breakdown_by_seed_table()))
+    seed0, seed2 = ("seed 0: DT − Tree-LSTM (DT / Tree-LSTM)",
+                    "seed 2: DT − Tree-LSTM (DT / Tree-LSTM)")
+    assert [list(r) for r in rows][0] == ["test sentences", "count", seed0, seed2]
+    assert [(r["test sentences"], r["count"], r[seed0], r[seed2]) for r in rows] == [
+        ("1-10 tokens", "1", "-100.0 (0.0 / 100.0)", "+100.0 (100.0 / 0.0)"),
+        ("11-20 tokens", "1", "+0.0 (0.0 / 0.0)", "+0.0 (100.0 / 100.0)"),
+        ("21-30 tokens", "1", "+0.0 (100.0 / 100.0)", "+100.0 (100.0 / 0.0)"),
+        ("31+ tokens", "1", "-100.0 (0.0 / 100.0)", "+0.0 (0.0 / 0.0)"),
+        ("with a negation word", "2", "-100.0 (0.0 / 100.0)", "+50.0 (50.0 / 0.0)"),
+        ("without one", "2", "+0.0 (50.0 / 50.0)", "+50.0 (100.0 / 50.0)"),
+        ("all", "4", "-50.0 (25.0 / 75.0)", "+50.0 (75.0 / 25.0)")]
+    for run in ("tree_lstm_sst5_s0", "tree_lstm_sst5_s2"):
+        (tmp_path / f"{run}.jsonl").unlink()
+    with pytest.raises(ValueError, match=r"no seed with runs of both .*fix: python "
+                                         r"results/encoders/sst_breakdown\.py collect"):
+        tables.sst5_breakdown_by_seed_table()
+
+
 def _run_file(path, steps: str, stopped: str, best: str, dev: str, test: str) -> None:
     path.write_text("| model | steps | stopped by | best step | dev accuracy | test accuracy |\n"
                     f"|---|---|---|---|---|---|\n| dt | {steps} | {stopped} | {best} | {dev} | "
