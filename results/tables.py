@@ -65,6 +65,8 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                Transformer (with and without relations) by sentence length and by negation,
                mean over the seeds found; from results/encoders/sst2_breakdown/<run>.jsonl
                (results/encoders/sst_breakdown.py)
+  sst2_by_seed results/encoders: the same groups seed by seed, the Dependency-Transformer (and
+               its [root] sentence-vector run) minus the Tree-LSTM with their two accuracies
   sst2_layers  results/encoders: the same breakdown at seed 0 for the Dependency-Transformer's
                layer experiments (relations to a longer tree distance, more layers)
   sst5_breakdown  results/encoders: the same breakdown of SST-5 (5 classes) for the Tree-LSTM
@@ -286,28 +288,30 @@ def _accuracy(run: Sequence[dict], picked: Sequence[int]) -> float:
 
 
 def _breakdown_by_seed(folder: Path, groups: Sequence[tuple[str, Callable[[dict], bool]]],
-                       models: Mapping[str, str]) -> str:
-    """Per seed that both have, the Dependency-Transformer's accuracy (%) minus the Tree-LSTM's
-    on the sentences of each group, with the two accuracies: a cell reads
-    "-4.3 (43.4 / 47.7)"."""
+                       models: Mapping[str, str], compared: Sequence[tuple[str, str]]) -> str:
+    """For each (column of `models`, its short name) of `compared` and each seed it shares with
+    the Tree-LSTM, its accuracy (%) minus the Tree-LSTM's on the sentences of each group, with
+    the two accuracies: a cell reads "-4.3 (43.4 / 47.7)"."""
     runs = _one_test_set(folder, models)
-    dt, tree = runs.get("Dependency-Transformer", {}), runs.get("Tree-LSTM", {})
-    seeds = sorted(dt.keys() & tree.keys())
-    if not seeds:
-        raise ValueError(f"{folder}: no seed with runs of both the Dependency-Transformer and the "
-                         "Tree-LSTM (fix: python results/encoders/sst_breakdown.py collect "
-                         "RUN_DIR ...)")
-    first = dt[seeds[0]]
+    tree = runs.get("Tree-LSTM", {})
+    pairs = [(short, seeds[seed], tree[seed], seed) for column, short in compared
+             for seeds in [runs.get(column, {})] for seed in sorted(seeds.keys() & tree.keys())]
+    if not pairs:
+        raise ValueError(f"{folder}: no seed with runs of both the Tree-LSTM and "
+                         f"{' or '.join(column for column, _ in compared)} (fix: python "
+                         "results/encoders/sst_breakdown.py collect RUN_DIR ...)")
+    first = pairs[0][1]
     rows = []
     for label, member in groups:
         picked = [i for i, facts in enumerate(first) if member(facts)]
         cells = []
-        for seed in seeds:
-            ours, theirs = _accuracy(dt[seed], picked), _accuracy(tree[seed], picked)
-            cells.append(f"{ours - theirs:+.1f} ({ours:.1f} / {theirs:.1f})")
+        for _, ours, theirs, _ in pairs:
+            mine, tree_lstm = _accuracy(ours, picked), _accuracy(theirs, picked)
+            cells.append(f"{mine - tree_lstm:+.1f} ({mine:.1f} / {tree_lstm:.1f})")
         rows.append([label, str(len(picked)), *cells])
     return markdown(["test sentences", "count",
-                     *(f"seed {seed}: DT − Tree-LSTM (DT / Tree-LSTM)" for seed in seeds)], rows)
+                     *(f"seed {seed}: {short} − Tree-LSTM ({short} / Tree-LSTM)"
+                       for short, _, _, seed in pairs)], rows)
 
 
 def _seeds_label(seeds: dict) -> str:
@@ -337,6 +341,15 @@ def sst2_by_negation_table() -> str:
     return _breakdown(SST2_BREAKDOWN, NEGATION_GROUPS, SST2_MODELS)
 
 
+def sst2_by_seed_table() -> str:
+    """The same SST-2 groups seed by seed: the Dependency-Transformer (DT) and its [root]
+    sentence-vector run (DT [root]) minus the Tree-LSTM of the same seed, with the two
+    accuracies."""
+    return _breakdown_by_seed(SST2_BREAKDOWN, EVERY_GROUP, SST2_MODELS, [
+        ("Dependency-Transformer", "DT"),
+        ("Dependency-Transformer, [root] sentence vector", "DT [root]")])
+
+
 def sst2_layers_table() -> str:
     """Seed 0: the Dependency-Transformer's layer experiments (SST2_LAYER_MODELS) beside its
     table run and the Tree-LSTM, by token count, by negation, and over every sentence."""
@@ -353,7 +366,8 @@ def sst5_breakdown_table() -> str:
 def sst5_breakdown_by_seed_table() -> str:
     """The same SST-5 groups seed by seed: the Dependency-Transformer (DT) minus the Tree-LSTM,
     and their two accuracies."""
-    return _breakdown_by_seed(SST5_BREAKDOWN, EVERY_GROUP, SST5_BREAKDOWN_MODELS)
+    return _breakdown_by_seed(SST5_BREAKDOWN, EVERY_GROUP, SST5_BREAKDOWN_MODELS,
+                              [("Dependency-Transformer", "DT")])
 
 
 def sst5_retrained_table() -> str:
@@ -970,7 +984,8 @@ def bench_table(name: str) -> Callable[[], str]:
 
 TABLES: dict[str, Callable[[], str]] = {
     "sst2_by_length": sst2_by_length_table, "sst2_by_negation": sst2_by_negation_table,
-    "sst2_layers": sst2_layers_table, "sst5_breakdown": sst5_breakdown_table,
+    "sst2_by_seed": sst2_by_seed_table, "sst2_layers": sst2_layers_table,
+    "sst5_breakdown": sst5_breakdown_table,
     "sst5_breakdown_by_seed": sst5_breakdown_by_seed_table, "sst5_retrained": sst5_retrained_table,
     "disan_sweep": disan_sweep_table, "psan_table4": psan_table4_table,
     "psan_seeds": psan_seeds_table, "psan_snli": psan_snli_table,
@@ -991,6 +1006,7 @@ TABLES: dict[str, Callable[[], str]] = {
 PAGES = {
     "sst2_by_length": RESULTS / "encoders" / "README.md",
     "sst2_by_negation": RESULTS / "encoders" / "README.md",
+    "sst2_by_seed": RESULTS / "encoders" / "README.md",
     "sst2_layers": RESULTS / "encoders" / "README.md",
     "sst5_breakdown": RESULTS / "encoders" / "README.md",
     "sst5_breakdown_by_seed": RESULTS / "encoders" / "README.md",

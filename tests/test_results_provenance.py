@@ -302,6 +302,18 @@ def test_the_sst2_breakdown_averages_seeds_per_group(tables, tmp_path, monkeypat
         ("50.0", "50.0"), ("50.0", "100.0"), ("50.0", "75.0")]
     assert {r["Dependency-Transformer, no relations (no runs)"] for r in layers} == {"—"}
     assert {r["Dependency-Transformer, 6 layers (no runs)"] for r in layers} == {"—"}
+    by_seed = tables.read_rows(_written(tmp_path, tables.sst2_by_seed_table()))
+    # seed 1 of the Dependency-Transformer has no Tree-LSTM to pair with, so no column
+    assert [(r["seed 0: DT − Tree-LSTM (DT / Tree-LSTM)"],
+             r["seed 0: DT [root] − Tree-LSTM (DT [root] / Tree-LSTM)"]) for r in by_seed] == [
+        ("+0.0 (100.0 / 100.0)", "-100.0 (0.0 / 100.0)"),
+        ("-100.0 (0.0 / 100.0)", "+0.0 (100.0 / 100.0)"),
+        ("+0.0 (0.0 / 0.0)", "+100.0 (100.0 / 0.0)"),
+        ("+0.0 (100.0 / 100.0)", "+0.0 (100.0 / 100.0)"),
+        ("-50.0 (50.0 / 100.0)", "+0.0 (100.0 / 100.0)"),
+        ("+0.0 (50.0 / 50.0)", "+0.0 (50.0 / 50.0)"),
+        ("-25.0 (50.0 / 75.0)", "+0.0 (75.0 / 75.0)")]
+    assert len(by_seed[0]) == 4
     (tmp_path / "dt_sst2_s2.jsonl").write_text('{"tokens": 3}\n', encoding="utf-8")
     with pytest.raises(ValueError, match="runs of different test sets"):
         tables.sst2_by_length_table()
@@ -358,7 +370,8 @@ def test_the_sst5_breakdown_by_seed_pairs_the_runs_of_one_seed(tables, tmp_path,
         ("all", "4", "-50.0 (25.0 / 75.0)", "+50.0 (75.0 / 25.0)")]
     for run in ("tree_lstm_sst5_s0", "tree_lstm_sst5_s2"):
         (tmp_path / f"{run}.jsonl").unlink()
-    with pytest.raises(ValueError, match=r"no seed with runs of both .*fix: python "
+    with pytest.raises(ValueError, match=r"no seed with runs of both the Tree-LSTM and "
+                                         r"Dependency-Transformer .*fix: python "
                                          r"results/encoders/sst_breakdown\.py collect"):
         tables.sst5_breakdown_by_seed_table()
 
