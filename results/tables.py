@@ -294,24 +294,26 @@ def _breakdown_by_seed(folder: Path, groups: Sequence[tuple[str, Callable[[dict]
     the two accuracies: a cell reads "-4.3 (43.4 / 47.7)"."""
     runs = _one_test_set(folder, models)
     tree = runs.get("Tree-LSTM", {})
-    pairs = [(short, seeds[seed], tree[seed], seed) for column, short in compared
-             for seeds in [runs.get(column, {})] for seed in sorted(seeds.keys() & tree.keys())]
+    pairs = []  # (short name, seed, its run's per-sentence facts, the Tree-LSTM run's)
+    for column, short in compared:
+        ours = runs.get(column, {})
+        pairs += [(short, seed, ours[seed], tree[seed]) for seed in sorted(ours.keys() & tree)]
     if not pairs:
         raise ValueError(f"{folder}: no seed with runs of both the Tree-LSTM and "
                          f"{' or '.join(column for column, _ in compared)} (fix: python "
                          "results/encoders/sst_breakdown.py collect RUN_DIR ...)")
-    first = pairs[0][1]
+    first = pairs[0][2]
     rows = []
     for label, member in groups:
         picked = [i for i, facts in enumerate(first) if member(facts)]
         cells = []
-        for _, ours, theirs, _ in pairs:
+        for _, _, ours, theirs in pairs:
             mine, tree_lstm = _accuracy(ours, picked), _accuracy(theirs, picked)
             cells.append(f"{mine - tree_lstm:+.1f} ({mine:.1f} / {tree_lstm:.1f})")
         rows.append([label, str(len(picked)), *cells])
     return markdown(["test sentences", "count",
                      *(f"seed {seed}: {short} − Tree-LSTM ({short} / Tree-LSTM)"
-                       for short, _, _, seed in pairs)], rows)
+                       for short, seed, _, _ in pairs)], rows)
 
 
 def _seeds_label(seeds: dict) -> str:
