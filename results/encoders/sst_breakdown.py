@@ -11,7 +11,8 @@ whether the run classified it correctly; no sentence text. With `--trained_again
 trained again because its table run kept no checkpoint) it also copies the run's results.md,
 config.json and dev / test metric records into <that folder>/trained_again/<run>/. The tables
 of results/encoders/README.md are rebuilt from those files alone by `python results/tables.py
-sst2_by_length sst2_by_negation sst2_layers sst5_breakdown sst5_retrained`.
+sst2_by_length sst2_by_negation sst2_by_seed sst2_layers sst5_breakdown sst5_breakdown_by_seed
+sst5_retrained`.
 """
 
 from __future__ import annotations
