@@ -38,6 +38,15 @@ Tables, each between the markers `<!-- tables.py: NAME -->` and `<!-- /tables.py
                results/transfer/bag_glove-6b-50d/results.md (`eval.transfer` reports)
   aae_training results/meanmax_aae: each small-AAE run's steps, stopping and held-out
                reconstruction; from results/meanmax_aae/runs/train_small_<pooling>_s<seed>.md
+  aae_converged_training  the same for the runs trained until dev stops improving (40-epoch
+               cap), from results/meanmax_aae/converged/train_small_<pooling>_s<seed>.md
+  aae_converged_transfer  results/meanmax_aae: transfer of those runs beside the 4-epoch runs of
+               the same pooling and seeds, and the change; from
+               results/meanmax_aae/converged/transfer_small_<pooling>_s<seed>.md (and
+               converged/senteval_head/ beside senteval_head/ for SentEval's SICK-R head)
+  aae_converged_curve  results/meanmax_aae: those runs' dev token accuracy and perplexity every
+               2,000 steps, at the best step and at the last; from
+               converged/dev_small_<pooling>_s<seed>.jsonl
   aae_pooling_now  results/meanmax_aae: the three poolings' transfer scores with the current
                small config, means over the committed seeds of
                results/meanmax_aae/runs/transfer_small_<pooling>_s<seed>.md
@@ -117,6 +126,7 @@ AAE_RUNS = AAE_PAGE / "runs"
 AAE_EARLIER = AAE_PAGE / "earlier_defaults"
 AAE_EPOCH_SCHEDULE = AAE_PAGE / "epoch_schedule"
 AAE_SENTEVAL_HEAD = AAE_PAGE / "senteval_head"
+AAE_CONVERGED = AAE_PAGE / "converged"
 AAE_BAG = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.md"
 SST2_BREAKDOWN = RESULTS / "encoders" / "sst2_breakdown"
 SST5_BREAKDOWN = RESULTS / "encoders" / "sst5_breakdown"
@@ -186,10 +196,10 @@ def bleu(path: Path) -> dict[str, float]:
     return {model: float(score) for model, score in BLEU.findall(path.read_text(encoding="utf-8"))}
 
 
-def seeded(folder: Path, prefix: str) -> dict[int, Path]:
-    """seed -> run file `<prefix>_s<seed>.md` of `folder`."""
+def seeded(folder: Path, prefix: str, suffix: str = ".md") -> dict[int, Path]:
+    """seed -> run file `<prefix>_s<seed><suffix>` of `folder`."""
     found = {}
-    for path in folder.glob(f"{prefix}_s*.md"):
+    for path in folder.glob(f"{prefix}_s*{suffix}"):
         match = SEED.search(path.stem)
         if match and path.stem == f"{prefix}_s{match[1]}":
             found[int(match[1])] = path
@@ -758,11 +768,12 @@ def std_over_seeds(cells: Sequence[str]) -> str:
     return f"{statistics.stdev(numbers):.{_decimals(cells[0].split('/')[0])}f}"
 
 
-def aae_seeds(pooling: str) -> dict[int, tuple[Path, Path]]:
-    """seed -> (training run file, transfer report) of the small AAE with `pooling`; a seed
-    counts once both files are committed."""
-    trained = seeded(AAE_RUNS, f"train_small_{pooling}")
-    transfer = seeded(AAE_RUNS, f"transfer_small_{pooling}")
+def aae_seeds(pooling: str, folder: Path | None = None) -> dict[int, tuple[Path, Path]]:
+    """seed -> (training run file, transfer report) of the small AAE with `pooling` in `folder`
+    (default AAE_RUNS); a seed counts once both files are committed."""
+    folder = folder or AAE_RUNS
+    trained = seeded(folder, f"train_small_{pooling}")
+    transfer = seeded(folder, f"transfer_small_{pooling}")
     return {seed: (trained[seed], transfer[seed]) for seed in trained if seed in transfer}
 
 
@@ -793,19 +804,121 @@ def aae_transfer_table() -> str:
                      "std over seeds", "bag, same vectors", "Mean-Max AAE (paper)"], rows)
 
 
-def aae_training_table() -> str:
-    """One row per committed small-AAE run: how long it trained, how it stopped, and its
-    held-out reconstruction (token accuracy, perplexity, beam-4 sacrebleu BLEU on the held-out
-    test sentences)."""
+def _aae_training_rows(folder: Path) -> list[list[str]]:
+    """One row per small-AAE run committed in `folder`: how long it trained, how it stopped, and
+    its held-out reconstruction (token accuracy, perplexity, beam-4 sacrebleu BLEU on the
+    held-out test sentences)."""
     rows = []
     for pooling, (label, _) in AAE_POOLINGS.items():
-        for seed, (trained, _) in aae_seeds(pooling).items():
+        for seed, (trained, _) in aae_seeds(pooling, folder).items():
             r = row(trained)
             rows.append([label, str(seed), r["steps"], r["stopped by"], r["best step"],
                          f"{value(r['dev accuracy']):.3f}", f"{value(r['test accuracy']):.3f}",
                          r["test perplexity"], f"{value(r['test bleu']):.1f}", r["train s"]])
-    return markdown(["pooling", "seed", "steps", "stopped by", "best step", "dev token acc",
-                     "test token acc", "test perplexity", "test BLEU", "train s"], rows)
+    return rows
+
+
+AAE_TRAINING_HEADER = ["pooling", "seed", "steps", "stopped by", "best step", "dev token acc",
+                       "test token acc", "test perplexity", "test BLEU", "train s"]
+
+
+def aae_training_table() -> str:
+    """The runs of AAE_RUNS (the 4-epoch cap of the small config), one row each."""
+    return markdown(AAE_TRAINING_HEADER, _aae_training_rows(AAE_RUNS))
+
+
+def aae_converged_training_table() -> str:
+    """The runs of AAE_CONVERGED (trained until dev stops improving), one row each."""
+    rows = _aae_training_rows(AAE_CONVERGED)
+    if not rows:
+        raise ValueError(f"{AAE_CONVERGED}: no train_small_<pooling>_s<seed>.md with its "
+                         "transfer_small_<pooling>_s<seed>.md (fix: copy an AAE_EPOCHS=40 run's "
+                         "results.md and transfer/results.md there, as the page says)")
+    return markdown(AAE_TRAINING_HEADER, rows)
+
+
+AAE_CURVE_EVERY = 2000  # steps between the rows of the dev-curve table
+
+
+def aae_converged_curve_table() -> str:
+    """Dev token accuracy / perplexity of each run in AAE_CONVERGED every AAE_CURVE_EVERY steps,
+    at its best step (in bold) and at its last, from its dev rows
+    `dev_small_<pooling>_s<seed>.jsonl` (the "split": "dev" lines of the run's metrics.jsonl)."""
+    curves = {}
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        for seed, path in seeded(AAE_CONVERGED, f"dev_small_{pooling}", ".jsonl").items():
+            with path.open(encoding="utf-8") as lines:
+                points = [json.loads(line) for line in lines if line.strip()]
+            curves[f"{label}, seed {seed}"] = {p["step"]: p for p in points}
+    if not curves:
+        raise ValueError(f"{AAE_CONVERGED}: no dev_small_<pooling>_s<seed>.jsonl (fix: copy "
+                         'the "split": "dev" lines of the run\'s metrics.jsonl there, as the page '
+                         "says)")
+    best = {name: max(points.values(), key=lambda p: p["accuracy"])["step"]
+            for name, points in curves.items()}
+    last = {max(points) for points in curves.values()}
+    steps = sorted({step for points in curves.values() for step in points
+                    if step % AAE_CURVE_EVERY == 0} | set(best.values()) | last)
+    rows = []
+    for step in steps:
+        cells = []
+        for name, points in curves.items():
+            point = points.get(step)
+            cell = DASH if point is None else f"{point['accuracy']:.3f} / {point['perplexity']:.1f}"
+            cells.append(f"**{cell}**" if step == best[name] else cell)
+        rows.append([f"{step:,}", *cells])
+    return markdown(["step", *(f"{name}: dev token acc / perplexity" for name in curves)], rows)
+
+
+def _signed_difference(later: str, earlier: str) -> str:
+    """later - earlier of the leading numbers of two transfer cells, with the cells' decimals
+    and a sign ("+0.8", "-0.003"); "—" when either is."""
+    a, b = _first_number(later), _first_number(earlier)
+    if a is None or b is None:
+        return DASH
+    return f"{a - b:+.{_decimals(later.split('/')[0])}f}"
+
+
+def aae_converged_transfer_table() -> str:
+    """Per pooling with runs in AAE_CONVERGED: the transfer scores of the same seeds capped at 4
+    epochs (AAE_RUNS) and trained until dev stops improving, each the mean over those seeds, and
+    the change of the leading number; last, SICK-R with SentEval's linear head where every one of
+    those runs has its report (AAE_SENTEVAL_HEAD and AAE_CONVERGED/senteval_head)."""
+    header, columns = ["task"], []
+    for pooling, (label, _) in AAE_POOLINGS.items():
+        capped = aae_seeds(pooling)
+        seeds = [seed for seed in aae_seeds(pooling, AAE_CONVERGED) if seed in capped]
+        if not seeds:
+            continue
+        which = _seed_label(seeds)
+        header += [f"{label}, 4 epochs ({which})", f"{label}, until dev stops ({which})",
+                   "change"]
+        reports = {name: [folder / f"transfer_small_{pooling}_s{seed}.md" for seed in seeds]
+                   for name, folder in (("capped", AAE_RUNS), ("converged", AAE_CONVERGED))}
+        columns.append(reports)
+    if not columns:
+        raise ValueError(f"{AAE_CONVERGED}: no run with a 4-epoch twin of its pooling and seed in "
+                         f"{AAE_RUNS} (fix: copy an AAE_EPOCHS=40 run's results.md and "
+                         "transfer/results.md there, as the page says)")
+    rows = []
+    for task in (*AAE_TASKS, AAE_AVERAGE):
+        cells = []
+        for reports in columns:
+            capped, converged = (mean_over_seeds([transfer_scores(r)[task] for r in reports[k]])
+                                 for k in ("capped", "converged"))
+            cells += [capped, converged, _signed_difference(converged, capped)]
+        rows.append([task, *cells])
+    heads = [{"capped": [AAE_SENTEVAL_HEAD / r.name for r in reports["capped"]],
+              "converged": [AAE_CONVERGED / "senteval_head" / r.name
+                            for r in reports["converged"]]} for reports in columns]
+    if all(path.is_file() for reports in heads for paths in reports.values() for path in paths):
+        cells = []
+        for reports in heads:
+            capped, converged = (mean_over_seeds([transfer_scores(r)["SICKR"] for r in reports[k]])
+                                 for k in ("capped", "converged"))
+            cells += [capped, converged, _signed_difference(converged, capped)]
+        rows.append(["SICKR, SentEval's linear head", *cells])
+    return markdown(header, rows)
 
 
 def aae_pooling_now_table() -> str:
@@ -996,6 +1109,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "pt_pos_recipe": pt_pos_recipe_table,
     "pt_multi30k": pt_multi30k_table, "pt_cost": pt_cost_table, "dt_epoch": dt_epoch_table,
     "aae_transfer": aae_transfer_table, "aae_training": aae_training_table,
+    "aae_converged_training": aae_converged_training_table,
+    "aae_converged_transfer": aae_converged_transfer_table,
+    "aae_converged_curve": aae_converged_curve_table,
     "aae_pooling_now": aae_pooling_now_table, "aae_pooling": aae_pooling_table,
     "aae_schedule": aae_schedule_table,
     "aae_relatedness_head": aae_relatedness_head_table,
@@ -1026,6 +1142,9 @@ PAGES = {
     "dt_epoch": RESULTS / "dependency_transformer" / "README.md",
     "aae_transfer": AAE_PAGE / "README.md",
     "aae_training": AAE_PAGE / "README.md",
+    "aae_converged_training": AAE_PAGE / "README.md",
+    "aae_converged_transfer": AAE_PAGE / "README.md",
+    "aae_converged_curve": AAE_PAGE / "README.md",
     "aae_pooling_now": AAE_PAGE / "README.md",
     "aae_pooling": AAE_PAGE / "README.md",
     "aae_schedule": AAE_PAGE / "README.md",

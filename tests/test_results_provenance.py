@@ -166,6 +166,105 @@ def test_the_aae_transfer_table_names_missing_runs(tables, tmp_path, monkeypatch
         tables.aae_transfer_table()
 
 
+def _transfer_report(path, scores: dict[str, str]) -> None:
+    """An `eval.transfer` report whose results table holds `scores` (task -> cell)."""
+    rows = "".join(f"| {task} | {cell} |\n" for task, cell in scores.items())
+    path.write_text(f"## Transfer results: `x` (seed 1111)\n\n| task | ours |\n|---|---|\n{rows}",
+                    encoding="utf-8")
+
+
+def _aae_run(path, steps: int, stopped_by: str) -> None:
+    path.write_text(
+        "| model | steps | stopped by | best step | dev accuracy | test accuracy | test perplexity"
+        " | test bleu | train s |\n|---|---|---|---|---|---|---|---|---|\n"
+        f"| meanmax_aae | {steps:,} | {stopped_by} | {steps - 1250:,} | 0.4512 | 0.4601 | 22.1 | "
+        "14.86 | 9,000 |\n", encoding="utf-8")
+
+
+def test_the_converged_aae_tables_pair_each_run_with_its_capped_twin(tables, tmp_path,
+                                                                      monkeypatch):
+    """Transfer of the runs trained until dev stops beside the 4-epoch runs of the same seeds
+    (means and changes worked out by hand); a converged seed without a capped twin is left out,
+    and SentEval's SICK-R row comes only when every paired run has its report."""
+    capped, converged = tmp_path / "runs", tmp_path / "converged"
+    capped_head, converged_head = tmp_path / "senteval_head", converged / "senteval_head"
+    for folder in (capped, converged_head, capped_head):
+        folder.mkdir(parents=True)
+    tasks = [*tables.AAE_TASKS, tables.AAE_AVERAGE]
+
+    def scores(accuracy: float, pearson: str) -> dict[str, str]:
+        cells = {task: f"{accuracy:.1f}" for task in tasks}
+        return {**cells, "MRPC": f"{accuracy:.1f}/80.0", "SST5": tables.DASH, "SICKR": pearson,
+                tables.AAE_AVERAGE: f"{accuracy:.1f}/{accuracy + 1:.1f}"}
+
+    for seed, accuracy, pearson in ((0, 70.0, "0.770"), (1, 71.0, "0.774"), (2, 90.0, "0.9")):
+        _aae_run(capped / f"train_small_meanmax_s{seed}.md", 2848, "cap")
+        _transfer_report(capped / f"transfer_small_meanmax_s{seed}.md", scores(accuracy, pearson))
+    for seed, accuracy, pearson in ((0, 71.0, "0.781"), (1, 72.4, "0.779"), (5, 50.0, "0.5")):
+        _aae_run(converged / f"train_small_meanmax_s{seed}.md", 16250, "patience")
+        _transfer_report(converged / f"transfer_small_meanmax_s{seed}.md",
+                         scores(accuracy, pearson))
+    monkeypatch.setattr(tables, "AAE_RUNS", capped)
+    monkeypatch.setattr(tables, "AAE_CONVERGED", converged)
+    monkeypatch.setattr(tables, "AAE_SENTEVAL_HEAD", capped_head)
+
+    rows = tables.read_rows(_written(tmp_path, tables.aae_converged_transfer_table()))
+    assert list(rows[0]) == ["task", "mean + max, 4 epochs (mean of seeds 0, 1)",
+                             "mean + max, until dev stops (mean of seeds 0, 1)", "change"]
+    by_task = {r["task"]: list(r.values())[1:] for r in rows}
+    assert by_task["MR"] == ["70.5", "71.7", "+1.2"]  # (70 + 71) / 2, (71 + 72.4) / 2
+    assert by_task["MRPC"] == ["70.5/80.0", "71.7/80.0", "+1.2"]
+    assert by_task["SST5"] == [tables.DASH, tables.DASH, tables.DASH]
+    assert by_task["SICKR"] == ["0.772", "0.780", "+0.008"]
+    assert by_task[tables.AAE_AVERAGE] == ["70.5/71.5", "71.7/72.7", "+1.2"]
+    assert "SICKR, SentEval's linear head" not in by_task  # seed 1 has no linear-head reports
+
+    for seed, (before, after) in enumerate((("0.779", "0.783"), ("0.779", "0.787"))):
+        _transfer_report(capped_head / f"transfer_small_meanmax_s{seed}.md", {"SICKR": before})
+        _transfer_report(converged_head / f"transfer_small_meanmax_s{seed}.md", {"SICKR": after})
+    rows = tables.read_rows(_written(tmp_path, tables.aae_converged_transfer_table()))
+    assert list(rows[-1].values()) == ["SICKR, SentEval's linear head", "0.779", "0.785",
+                                       "+0.006"]  # (0.783 + 0.787) / 2
+
+    training = tables.read_rows(_written(tmp_path, tables.aae_converged_training_table()))
+    assert [(r["seed"], r["steps"], r["stopped by"], r["best step"]) for r in training] == [
+        ("0", "16,250", "patience", "15,000"), ("1", "16,250", "patience", "15,000"),
+        ("5", "16,250", "patience", "15,000")]
+
+
+def test_the_aae_dev_curve_rows_every_2000_steps_and_the_best(tables, tmp_path, monkeypatch):
+    """Rows at the multiples of 2,000, at each run's best step (bold) and at its last; a step a
+    run has no dev record of reads "—"."""
+    curves = {"meanmax_s0": [(1000, 0.30, 89.44), (2000, 0.345, 54.8), (3000, 0.38, 42.0),
+                             (4000, 0.37, 40.0)],
+              "max_s1": [(2000, 0.33, 60.0), (2500, 0.34, 58.04), (3500, 0.335, 57.0)]}
+    for name, points in curves.items():
+        (tmp_path / f"dev_small_{name}.jsonl").write_text("".join(
+            json.dumps({"step": step, "split": "dev", "accuracy": accuracy,
+                        "perplexity": perplexity}) + "\n" for step, accuracy, perplexity in points),
+            encoding="utf-8")
+    monkeypatch.setattr(tables, "AAE_CONVERGED", tmp_path)
+    rows = tables.read_rows(_written(tmp_path, tables.aae_converged_curve_table()))
+    assert list(rows[0]) == ["step", "mean + max, seed 0: dev token acc / perplexity",
+                             "max only, seed 1: dev token acc / perplexity"]
+    assert [list(r.values()) for r in rows] == [
+        ["2,000", "0.345 / 54.8", "0.330 / 60.0"],
+        ["2,500", tables.DASH, "**0.340 / 58.0**"],
+        ["3,000", "**0.380 / 42.0**", tables.DASH],
+        ["3,500", tables.DASH, "0.335 / 57.0"],
+        ["4,000", "0.370 / 40.0", tables.DASH]]
+
+
+def test_the_converged_aae_tables_name_missing_runs(tables, tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "AAE_CONVERGED", tmp_path)
+    with pytest.raises(ValueError, match="no run with a 4-epoch twin.*fix: copy"):
+        tables.aae_converged_transfer_table()
+    with pytest.raises(ValueError, match="no train_small_<pooling>_s<seed>.md.*fix: copy"):
+        tables.aae_converged_training_table()
+    with pytest.raises(ValueError, match="no dev_small_<pooling>_s<seed>.jsonl.*fix: copy"):
+        tables.aae_converged_curve_table()
+
+
 def test_the_disan_goal_is_the_median_over_the_reports(tmp_path, monkeypatch):
     """Each report's directional (block 16) `vs blk` at 64 and 128, the median over the reports and
     the count at or above 1.7x, against numbers written here; other rows are ignored."""
