@@ -125,6 +125,7 @@ def test_a_resume_between_records_or_at_the_end_reports_what_the_uninterrupted_r
 
 def test_preemption_watch_handles_the_block_only_and_a_second_signal_stops_at_once():
     received = []
+    sigint_before = signal.getsignal(signal.SIGINT)  # SIG_IGN in a job started with `&`
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))
     try:
         with pytest.raises(Preempted), PreemptionWatch() as watch:
@@ -135,7 +136,7 @@ def test_preemption_watch_handles_the_block_only_and_a_second_signal_stops_at_on
             signal.raise_signal(signal.SIGTERM)  # the second meets the previous handler
             assert received == [signal.SIGTERM]
             raise watch.preempted(2, "DIR")
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is sigint_before
 
         with PreemptionWatch() as watch:  # received after the loop's last check
             signal.raise_signal(signal.SIGTERM)
