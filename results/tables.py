@@ -879,45 +879,42 @@ def _signed_difference(later: str, earlier: str) -> str:
     return f"{a - b:+.{_decimals(later.split('/')[0])}f}"
 
 
+def _mean_and_change(before: Sequence[Path], after: Sequence[Path], task: str) -> list[str]:
+    """[mean over `before`, mean over `after`, change of the leading number] of `task` in two
+    lists of transfer reports."""
+    means = [mean_over_seeds([transfer_scores(report)[task] for report in reports])
+             for reports in (before, after)]
+    return [*means, _signed_difference(means[1], means[0])]
+
+
 def aae_converged_transfer_table() -> str:
     """Per pooling with runs in AAE_CONVERGED: the transfer scores of the same seeds capped at 4
     epochs (AAE_RUNS) and trained until dev stops improving, each the mean over those seeds, and
     the change of the leading number; last, SICK-R with SentEval's linear head where every one of
     those runs has its report (AAE_SENTEVAL_HEAD and AAE_CONVERGED/senteval_head)."""
-    header, columns = ["task"], []
+    header, pairs = ["task"], []  # pairs: (capped reports, converged reports) per pooling
     for pooling, (label, _) in AAE_POOLINGS.items():
-        capped = aae_seeds(pooling)
-        seeds = [seed for seed in aae_seeds(pooling, AAE_CONVERGED) if seed in capped]
+        capped, converged = aae_seeds(pooling), aae_seeds(pooling, AAE_CONVERGED)
+        seeds = [seed for seed in converged if seed in capped]
         if not seeds:
             continue
         which = _seed_label(seeds)
         header += [f"{label}, 4 epochs ({which})", f"{label}, until dev stops ({which})",
                    "change"]
-        reports = {name: [folder / f"transfer_small_{pooling}_s{seed}.md" for seed in seeds]
-                   for name, folder in (("capped", AAE_RUNS), ("converged", AAE_CONVERGED))}
-        columns.append(reports)
-    if not columns:
+        pairs.append(([capped[s][1] for s in seeds], [converged[s][1] for s in seeds]))
+    if not pairs:
         raise ValueError(f"{AAE_CONVERGED}: no run with a 4-epoch twin of its pooling and seed in "
                          f"{AAE_RUNS} (fix: copy an AAE_EPOCHS=40 run's results.md and "
                          "transfer/results.md there, as the page says)")
-    rows = []
-    for task in (*AAE_TASKS, AAE_AVERAGE):
-        cells = []
-        for reports in columns:
-            capped, converged = (mean_over_seeds([transfer_scores(r)[task] for r in reports[k]])
-                                 for k in ("capped", "converged"))
-            cells += [capped, converged, _signed_difference(converged, capped)]
-        rows.append([task, *cells])
-    heads = [{"capped": [AAE_SENTEVAL_HEAD / r.name for r in reports["capped"]],
-              "converged": [AAE_CONVERGED / "senteval_head" / r.name
-                            for r in reports["converged"]]} for reports in columns]
-    if all(path.is_file() for reports in heads for paths in reports.values() for path in paths):
-        cells = []
-        for reports in heads:
-            capped, converged = (mean_over_seeds([transfer_scores(r)["SICKR"] for r in reports[k]])
-                                 for k in ("capped", "converged"))
-            cells += [capped, converged, _signed_difference(converged, capped)]
-        rows.append(["SICKR, SentEval's linear head", *cells])
+    rows = [[task, *(cell for before, after in pairs
+                     for cell in _mean_and_change(before, after, task))]
+            for task in (*AAE_TASKS, AAE_AVERAGE)]
+    heads = [([AAE_SENTEVAL_HEAD / r.name for r in before],
+              [AAE_CONVERGED / "senteval_head" / r.name for r in after]) for before, after in pairs]
+    if all(path.is_file() for pair in heads for reports in pair for path in reports):
+        rows.append(["SICKR, SentEval's linear head",
+                     *(cell for before, after in heads
+                       for cell in _mean_and_change(before, after, "SICKR"))])
     return markdown(header, rows)
 
 
