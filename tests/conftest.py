@@ -1,4 +1,12 @@
-"""Shared fixtures. Eight fake CPU devices so data-parallel code is tested against one device."""
+"""Shared fixtures. Eight fake CPU devices so data-parallel code is tested against one device.
+
+Tests check what programs compute, not how fast they run, and most of their time is XLA
+compiling small programs: every process of the test run (pytest-xdist workers, and through
+their environment the training runs and notebooks they start) compiles without XLA's slow
+backend optimisations and shares one persistent compilation cache, with the settings of a
+training run's (`compilation.CACHE_SETTINGS`), so a program compiled by one test is read back
+by the next.
+"""
 
 import os
 
@@ -17,8 +25,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from jaxenc.data import registry  # noqa: E402
+from jaxenc.training import compilation  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+TEST_COMPILATION = {"jax_disable_most_optimizations": True,
+                    "jax_compilation_cache_dir": str(REPO / ".cache" / "xla-tests"),
+                    **compilation.CACHE_SETTINGS}
+for _name, _value in TEST_COMPILATION.items():
+    jax.config.update(_name, _value)
+    os.environ[_name.upper()] = str(_value)  # JAX's variable, for the processes tests start
 
 
 def shared_data_dir() -> Path | None:
@@ -79,9 +94,6 @@ def _noisy_params(model, batch, seed: int = 0) -> dict:
 def noisy_params() -> Callable[..., dict]:
     """noisy_params(model, batch, seed=0) -> parameters (see `_noisy_params`)."""
     return _noisy_params
-
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")

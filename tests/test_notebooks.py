@@ -48,9 +48,11 @@ def _cell_printing(cells, pattern: str):
 def _execute(name: str, tmp_path: Path) -> list:
     """The code cells of notebooks/<name>.ipynb after running it in a fresh kernel."""
     notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    # A user's kernel sees one CPU device, not the eight fake ones of the test session; the
+    # A user's kernel sees one CPU device, not the eight fake ones of the test session, and
+    # compiles with XLA's optimisations (the notebooks train for a few hundred steps); the
     # notebook's temporary folders go under tmp_path.
-    env = {key: value for key, value in os.environ.items() if key != "XLA_FLAGS"}
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("XLA_FLAGS", "JAX_DISABLE_MOST_OPTIMIZATIONS")}
     env["TMPDIR"] = str(tmp_path)
     client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                                      resources={"metadata": {"path": str(REPO)}})

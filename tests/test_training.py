@@ -359,10 +359,13 @@ def test_patience_waits_for_its_minimum_steps_since_the_best_evaluation():
 
 def _still_dev_config(**train) -> ml_collections.ConfigDict:
     """A tiny run whose parameters do not move (SGD at a step size far below float32's
-    resolution), so its first dev evaluation stays the best; dev after every step."""
+    resolution), so its first dev evaluation stays the best; dev after every step, periodic
+    checkpoints never (the best one is saved at step 1)."""
     config = tiny_config()
+    config.data.batch_size = 64  # 63 steps per epoch
     config.optim.update(dict(name="sgd", learning_rate=1e-30, weight_decay=0.0, clip_norm=0.0))
     config.train.update(dict(num_steps=0, epochs=6, eval_every=1, log_every=1, patience=1))
+    config.checkpoint.every = 10_000
     config.train.update(train)
     return config
 

@@ -4,7 +4,8 @@ tracing and compiling a piece of work did.
 `persistent_cache(path)` turns JAX's on-disk cache of compiled programs on for the work inside
 it (every program is cached however fast it compiled, so a rerun, a resume or an evaluation of
 a finished run compiles nothing it compiled before) and restores the previous setting after;
-"" turns it off. The default folder is `default_cache_dir()`, under the user's cache directory.
+"" turns it off. The default folder is `default_cache_dir()`: JAX's own JAX_COMPILATION_CACHE_DIR
+when set, else under the user's cache directory.
 JAX keys an entry by the program, the compile options, the devices and the jax/jaxlib version,
 so an entry is reused only where it computes the same thing. The cache is trusted code: it must
 not be a folder that other users can write.
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 
 # Keeps the cache below this size on disk, the least recently used entries going first.
 MAX_CACHE_BYTES = 4 * 2**30
+# JAX's settings inside `persistent_cache`: every program is cached, however fast it compiled.
+CACHE_SETTINGS = {"jax_persistent_cache_min_compile_time_secs": 0.0,
+                  "jax_persistent_cache_min_entry_size_bytes": -1,
+                  "jax_compilation_cache_max_size": MAX_CACHE_BYTES}
 
 # jax.monitoring events (jax/_src/dispatch.py, jax/_src/compiler.py).
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -41,7 +46,10 @@ CACHE_MISS_EVENT = "/jax/compilation_cache/cache_misses"
 
 
 def default_cache_dir() -> str:
-    """$XDG_CACHE_HOME/jaxenc/xla, else ~/.cache/jaxenc/xla."""
+    """$JAX_COMPILATION_CACHE_DIR (JAX's own setting) when set, else $XDG_CACHE_HOME/jaxenc/xla,
+    else ~/.cache/jaxenc/xla."""
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return os.environ["JAX_COMPILATION_CACHE_DIR"]
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return str(Path(root) / "jaxenc" / "xla")
 
@@ -57,13 +65,10 @@ def persistent_cache(path: str) -> Iterator[None]:
     process's previous cache setting afterwards."""
     previous = jax.config.jax_compilation_cache_dir
     wanted = os.path.expanduser(path) if path else None
-    settings = {"jax_persistent_cache_min_compile_time_secs": 0.0,
-                "jax_persistent_cache_min_entry_size_bytes": -1,
-                "jax_compilation_cache_max_size": MAX_CACHE_BYTES}
-    saved = {name: getattr(jax.config, name) for name in settings}
+    saved = {name: getattr(jax.config, name) for name in CACHE_SETTINGS}
     if wanted != previous:
         _set_cache_dir(wanted)
-    for name, value in settings.items():
+    for name, value in CACHE_SETTINGS.items():
         jax.config.update(name, value)
     try:
         yield
