@@ -53,8 +53,9 @@ def test_the_two_ci_commands_are_in_place():
         in main_job
     assert "pip install -q -r requirements.txt" in main_job
     assert "python -m pytest" in tests
+    assert "pip install -q -r requirements-dev.txt" in tests  # the test tools
     if "-n" in tests.split():  # parallel workers come from pytest-xdist, which CI must install
-        requirements = (REPO / "requirements.txt").read_text(encoding="utf-8")
+        requirements = (REPO / "requirements-dev.txt").read_text(encoding="utf-8")
         assert re.search(r"^pytest-xdist==", requirements, re.MULTILINE)
     assert "\n" not in main_job and "\n" not in tests
 
