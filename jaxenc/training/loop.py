@@ -53,7 +53,7 @@ import optax
 import tqdm
 from jax.sharding import Mesh
 
-from jaxenc.data import corpus, registry, sst
+from jaxenc.data import corpus, labelled_files, registry, sst
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.embeddings import load_vectors, vector_words
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
@@ -116,6 +116,8 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if config.train.nonfinite not in NONFINITE_POLICIES:
         raise ConfigError(f"train.nonfinite={config.train.nonfinite!r} (fix: set "
                           f"--config.train.nonfinite to one of {', '.join(NONFINITE_POLICIES)})")
+    if config.task.dataset == labelled_files.NAME:
+        labelled_files.check_files(config.data)
     repeats, dataset = (config.data.get("phrase_repeats", 1),
                         registry.DATASETS[config.task.dataset].name)
     if repeats > 1 and dataset not in PHRASE_DATASETS:
@@ -128,12 +130,13 @@ def validate(config: ml_collections.ConfigDict) -> None:
 
 def _carve(examples: list[Example], fraction: float, seed: int,
            split: str) -> tuple[list[Example], list[Example]]:
-    """(rest, carved): a seeded random `fraction` of `examples` split off as `split`."""
+    """(rest, carved): a seeded random `fraction` of `examples` (at least one, when two or more
+    are left) split off as `split`."""
     if not 0.0 < fraction < 1.0:
         raise ConfigError(f"the dataset has no {split} split and task.{split}_fraction={fraction} "
                           f"(fix: --config.task.{split}_fraction=0.1)")
     order = np.random.default_rng(seed).permutation(len(examples))
-    cut = int(round(fraction * len(examples)))
+    cut = max(int(round(fraction * len(examples))), int(len(examples) > 1))
     return [examples[i] for i in order[cut:]], [examples[i] for i in order[:cut]]
 
 
@@ -151,7 +154,11 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
     info = registry.DATASETS[config.task.dataset]
     if info.name == corpus.NAME:  # data.corpus_files, streamed; the reader makes the splits
         return corpus.load_splits(config)
-    if config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
+    if info.name == labelled_files.NAME:  # data.train_file, dev_file, test_file
+        described, given = labelled_files.load_splits(config.data)
+        info = dataclasses.replace(registry.files_info(described), splits=tuple(given))
+        load = given.__getitem__
+    elif config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
         from jaxenc.data import tfds_builders
 
         load = lambda split: tfds_builders.load_split(
@@ -166,6 +173,9 @@ def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
         else:
             train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
                                           registry.split_seed(config), split)
+            log.info("%s: %d examples carved from train (task.%s_fraction=%g, split seed %d)",
+                     split, len(splits[split]), split, config.task[f"{split}_fraction"],
+                     registry.split_seed(config))
     splits["train"] = _repeat_phrases(train, config.data.get("phrase_repeats", 1))
     for name, examples in splits.items():
         kept = [e for e in examples if _has_target(e, info.kind)]
@@ -404,7 +414,7 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     check_config(config)
     data_cfg, seed = config.data, config.train.seed
     check_batch_sizes(data_cfg, mesh)
-    info = registry.DATASETS[config.task.dataset]
+    info = registry.dataset_info(config)
     vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg,
                                       filtered=info.name == corpus.NAME)
     vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
@@ -442,8 +452,11 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     tx = build_optimizer(config.optim, params, data_cfg.freeze_embeddings)
     state = create_train_state(params, tx, seed, replicated(mesh))
     if jax.process_index() == 0 and not (workdir / checkpointing.CONFIG_FILE).is_file():
-        checkpointing.save_run_files(workdir, config, vocabularies, identity if identity is not None
-                                     else checkpointing.data_identity(splits))
+        checkpointing.save_run_files(
+            workdir, config, vocabularies,
+            identity if identity is not None else checkpointing.data_identity(splits),
+            dataset=dict(name=info.name, kind=info.kind, label_names=info.label_names,
+                         score_range=info.score_range))
         with writing(workdir):
             if tags is not None:
                 (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
@@ -659,13 +672,14 @@ def _evaluate_dev(setup: Setup, state: TrainState, step: int,
     config, task, position = setup.config, setup.task, train_log.position
     dev = evaluate(setup.eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
-    train_log.bar.write(f"step {step}: dev " + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
+    train_log.bar.write(f"{config.model.name} step {step}: dev "
+                        + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
     if setup.samples is not None:
         train_log.bar.write("\n".join(setup.samples(state.params)))
     score = dev[task.primary_metric]
     if not math.isfinite(score):
-        log.warning("step %d: dev %s is %s, never a best checkpoint", step, task.primary_metric,
-                    score)
+        log.warning("%s step %d: dev %s is %s, never a best checkpoint", config.model.name, step,
+                    task.primary_metric, score)
     if position.record_evaluation(step, score, config.train.patience, config.checkpoint.best_k,
                                   min_steps=math.ceil(config.train.patience_min_epochs
                                                       * setup.batchers["train"].num_batches)):

@@ -61,6 +61,13 @@ MEANINGS: dict[str, str] = {
     "data.freeze_embeddings": "keep the word table fixed (sets model.freeze_embeddings)",
     "data.phrase_repeats": "sst5_phrases: repeats of non-neutral phrases per epoch",
     "data.corpus_files": 'task.dataset="corpus": the text files, one sentence a line',
+    "data.train_file": 'task.dataset="files": your training file (.tsv, .csv or .jsonl)',
+    "data.dev_file": 'task.dataset="files": your dev file ("": carved from train)',
+    "data.test_file": 'task.dataset="files": your test file ("": carved from train)',
+    "data.text_columns": 'task.dataset="files": the text column, or two for pairs ("": text, '
+                         'else text_a,text_b)',
+    "data.label_column": 'task.dataset="files": the column of the class labels',
+    "data.score_column": 'task.dataset="files": the column of relatedness scores (pairs)',
     "data.corpus_oov": 'task.dataset="corpus": a sentence with an unknown word: "drop_sentences", '
                        '"drop_words" or "unk"',
     "data.expand_vocabulary": "as an encoder: any word with a vector in data.embeddings",
