@@ -79,6 +79,7 @@ from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import TOKENIZERS
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.structures import parsers
 
 Batch = dict[str, np.ndarray]
 SentenceLike = str | Sequence[str] | Sentence
@@ -373,14 +374,17 @@ class Encoder:
           sentences: strings, token lists or Sentences (module doc); an empty list gives [0, D].
           batch_size: the most rows of a batch; with the token budget it sets each bucket's
             rows (`rows_per_batch`, module doc: one compilation per batch shape).
-          show_progress_bar: None: on a terminal only.
+          show_progress_bar: None: on a terminal only; the same for the parser's bar (from
+            `parsers.PROGRESS_MIN_SENTENCES` sentences on).
           normalize_embeddings: unit L2 norm (a zero vector stays zero).
         """
         from tqdm import tqdm
 
         single = isinstance(sentences, (str, Sentence))
         items = [sentences] if single else list(sentences)
-        num_batches, batches = self._batches(self.features(items), batch_size)
+        with parsers.progress_bars(show_progress_bar):
+            features = self.features(items)
+        num_batches, batches = self._batches(features, batch_size)
         encoded = None
         params, apply = self.params, self.apply
         for batch in tqdm(batches, total=num_batches, unit="batch",

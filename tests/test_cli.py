@@ -107,7 +107,7 @@ def test_train_helpfull_lists_absl_flags():
 @pytest.mark.parametrize("flag, message", [
     ("--config.data.batch_size=-4",
      "--config.data.batch_size=-4: must be a positive integer (fix: --config.data.batch_size=64, "
-     "the default)"),
+     "the config file's value)"),
     ("--config.train.num_steps=-5", "--config.train.num_steps=-5: must be an integer >= 0"),
     ("--config.data.eval_batch_size=0", "--config.data.eval_batch_size=0: must be a positive"),
     ("--config.optim.learning_rate=0", "--config.optim.learning_rate=0.0: must be a number > 0"),
@@ -125,3 +125,13 @@ def test_train_refuses_a_bad_flag_before_making_the_workdir(tmp_path, flag, mess
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), result.stderr
     assert not workdir.exists()
+
+
+def test_a_bad_flag_is_offered_the_config_files_own_value(tmp_path):
+    """The main job's config sets Adam's 3e-3; the fix quotes it, not get_config's 0.5."""
+    result = _run("-m", "train.main", "--config=train/configs/default.py",
+                  f"--workdir={tmp_path / 'run'}", "--config.optim.learning_rate=-1")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: --config.optim.learning_rate=-1.0: must be a number > 0 (fix: "
+        "--config.optim.learning_rate=0.003, the config file's value)")

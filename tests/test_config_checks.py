@@ -50,7 +50,7 @@ def test_field_docs_come_from_attributes_sections_and_field_comments():
     assert psan["num_levels"].startswith("the structure options")  # "parser, num_levels, ...:"
     transformer = usage.field_docs(registry.encoder_spec("transformer").config)
     assert transformer["scale_embeddings"].startswith("Vaswani et al. multiply the embeddings")
-    assert transformer["num_heads"] == "see TransformerSizes (jaxenc.models.transformer)"
+    assert transformer["num_heads"].startswith("attention heads per layer")
     assert usage.field_docs(EncoderConfig)["embed_dim"].startswith("width of the word table")
 
 
@@ -211,6 +211,10 @@ def test_every_shipped_config_passes():
     ("optim.nme", "unknown key --config.optim.nme (did you mean --config.optim.name?)"),
     ("data.bs", "unknown key --config.data.bs (did you mean --config.data.batch_size or "
                 "--config.data.bucket_step?)"),
+    ("train.learnig_rate", "unknown key --config.train.learnig_rate (did you mean "
+                           "--config.optim.learning_rate?)"),  # a key of another section
+    ("learning_rate", "unknown key --config.learning_rate (did you mean "
+                      "--config.optim.learning_rate?)"),
     ("model.zzz", "unknown key --config.model.zzz (fix: a key of --config.model: dtype, "
                   "embed_dim, freeze_embeddings, name; every key: --help)"),
     ("baselines.x", "unknown key --config.baselines.x (fix: --config.baselines is empty in "

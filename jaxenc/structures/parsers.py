@@ -20,6 +20,8 @@ when either changes.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib.metadata
 import inspect
@@ -140,9 +142,30 @@ def _check_tokens(sentences: Sequence[Sentence]) -> None:
                                  fix="drop empty sentences and empty tokens before parsing")
 
 
-def _progress(items: Iterator, total: int, description: str) -> Iterator:
-    return tqdm(items, total=total, desc=description, unit="sent", leave=False,
-                disable=total < PROGRESS_MIN_SENTENCES)
+# Whether parsing shows progress bars (`progress_bars`): None = from PROGRESS_MIN_SENTENCES
+# sentences on, on a terminal only.
+_SHOW_PROGRESS: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "jaxenc_parse_progress", default=None)
+
+
+@contextlib.contextmanager
+def progress_bars(show: bool | None) -> Iterator[None]:
+    """Parsing inside the block shows its progress bars (True), never (False), or from
+    PROGRESS_MIN_SENTENCES sentences on a terminal (None, also outside any block)."""
+    token = _SHOW_PROGRESS.set(show)
+    try:
+        yield
+    finally:
+        _SHOW_PROGRESS.reset(token)
+
+
+def _progress(items: Iterator, total: int, description: str) -> tqdm:
+    show = _SHOW_PROGRESS.get()
+    if show is None:  # tqdm's None: off where stderr is not a terminal
+        disable = True if total < PROGRESS_MIN_SENTENCES else None
+    else:
+        disable = not show
+    return tqdm(items, total=total, desc=description, unit="sent", leave=False, disable=disable)
 
 
 class SpacyParser:

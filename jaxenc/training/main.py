@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -188,6 +189,16 @@ def _quiet_logging() -> None:
     ours.propagate = False
 
 
+def _file_config(spec: str) -> ml_collections.ConfigDict:
+    """The config of `--config=FILE[:ARG]` (loaded by absl already) again, without the command
+    line's overrides: what a fix offers for a value the command line got wrong."""
+    path, _, arg = spec.partition(":")
+    spec_of_file = importlib.util.spec_from_file_location("jaxenc_config_file", path)
+    module = importlib.util.module_from_spec(spec_of_file)
+    spec_of_file.loader.exec_module(module)
+    return module.get_config(arg) if arg else module.get_config()
+
+
 @cli.reports_errors
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
@@ -199,7 +210,8 @@ def main(argv: list[str]) -> None:
         cli.fail(f"{_one_line(error)} (see --help)")
     from jaxenc.training.validation import check_config
 
-    check_config(config)  # before run() makes the workdir; sets "auto" model options
+    # before run() makes the workdir; sets "auto" model options
+    check_config(config, _file_config(config_flags.get_config_filename(flags.FLAGS["config"])))
     _quiet_logging()
     import jax  # after flag parsing: --help stays fast
 

@@ -173,19 +173,13 @@ def _field_comments(cls: type) -> dict[str, str]:
 
 def field_docs(cls: type) -> dict[str, str]:
     """{field: its description} of a model config class: from the nearest class along its MRO
-    whose docstring's Attributes section or field comments describe the field; otherwise a
-    pointer to the class that declares it first."""
+    whose docstring's Attributes section or field comments describe the field ("" for none: a
+    test requires every field of every encoder to have one)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         docs.update(_field_comments(klass))
         docs.update(_attributes(klass.__doc__ or "") if klass is not object else {})
-    meanings = {}
-    for field in dataclasses.fields(cls):
-        owner = next(klass for klass in reversed(cls.__mro__)
-                     if field.name in getattr(klass, "__annotations__", {}))
-        meanings[field.name] = docs.get(
-            field.name, f"see {owner.__qualname__} ({owner.__module__})")
-    return meanings
+    return {field.name: docs.get(field.name, "") for field in dataclasses.fields(cls)}
 
 
 def _line(key: str, value: Any, meaning: str, indent: int = 2) -> str:

@@ -132,9 +132,10 @@ def _flag(path: str, value: Any) -> str:
     return f"--config.{path}={shown}"
 
 
-def _refuse(path: str, value: Any, requirement: str, default: Any) -> ConfigError:
+def _refuse(path: str, value: Any, requirement: str, default: Any,
+            whose: str = "the default") -> ConfigError:
     return ConfigError(f"{_flag(path, value)}: {requirement} (fix: {_flag(path, default)}, "
-                       "the default)")
+                       f"{whose})")
 
 
 def _model_sections(config: ml_collections.ConfigDict) -> Iterator[tuple[str, Any]]:
@@ -191,10 +192,26 @@ def _check_parser_installed(section: Any, default: Any) -> None:
                           f"--config.model.parser={default})") from None
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
+def _value_at(config: ml_collections.ConfigDict | None, path: str) -> Any:
+    """The value of flat key `path` in `config`, `_ABSENT` where it has none."""
+    node: Any = config
+    for part in path.split("."):
+        if not hasattr(node, "keys") or part not in node:
+            return _ABSENT
+        node = node[part]
+    return node
+
+
+_ABSENT = object()
+
+
+def check_config(config: ml_collections.ConfigDict,
+                 file_config: ml_collections.ConfigDict | None = None) -> None:
     """Raises a one-line ConfigError naming the first `--config.` flag whose value is invalid
-    (RULES, MODEL_RULES and the model config classes' own checks); then writes the resolved
-    value of every "auto" model option into `config` (module docstring)."""
+    (RULES, MODEL_RULES and the model config classes' own checks), its fix the value of
+    `file_config` (the config file before command-line overrides) when that one is valid, else
+    the default; then writes the resolved value of every "auto" model option into `config`
+    (module docstring)."""
     defaults = ml_collections.ConfigDict(configs.get_config().to_dict())
     for path, rule in RULES.items():
         section, _, key = path.rpartition(".")
@@ -204,10 +221,10 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         if holder is None or key not in holder:  # a config file without the key
             continue
         if not rule.accepts(holder[key]):
-            default = defaults
-            for part in path.split("."):
-                default = default[part]
-            raise _refuse(path, holder[key], rule.requirement, default)
+            own = _value_at(file_config, path)
+            if own is not _ABSENT and rule.accepts(own):
+                raise _refuse(path, holder[key], rule.requirement, own, "the config file's value")
+            raise _refuse(path, holder[key], rule.requirement, _value_at(defaults, path))
     if config.train.get("num_steps", 0) == 0 and config.train.get("epochs", 1) == 0:
         raise ConfigError("--config.train.epochs=0 trains nothing while --config.train.num_steps=0 "
                           "(fix: --config.train.epochs=10, or a --config.train.num_steps > 0)")
@@ -224,6 +241,23 @@ def _guesses(typed: str, keys: list[str]) -> list[str]:
     found += [key for key in keys if initials[key] == typed]
     found += difflib.get_close_matches(typed, keys, n=3, cutoff=0.6)
     return list(dict.fromkeys(found))[:3]
+
+
+def _keys_elsewhere(config: ml_collections.ConfigDict, typed: str,
+                    section: list[str]) -> list[str]:
+    """Up to 3 flat keys outside `section` whose last part `typed` may have meant (`_guesses`),
+    e.g. optim.learning_rate for a mistyped train.learnig_rate."""
+    def flat(node: Any, prefix: str) -> Iterator[str]:
+        for key, value in node.items():
+            yield from (flat(value, f"{prefix}{key}.") if hasattr(value, "items")
+                        else (f"{prefix}{key}",))
+
+    inside = "".join(f"{part}." for part in section)
+    by_leaf: dict[str, list[str]] = {}
+    for key in flat(config, ""):
+        if not key.startswith(inside) or not inside:
+            by_leaf.setdefault(key.rsplit(".", 1)[-1], []).append(key)
+    return [key for leaf in _guesses(typed, list(by_leaf)) for key in by_leaf[leaf]][:3]
 
 
 def unknown_key(config: ml_collections.ConfigDict, path: str) -> str | None:
@@ -243,6 +277,8 @@ def unknown_key(config: ml_collections.ConfigDict, path: str) -> str | None:
             return f"unknown key --config.{path} (fix: {here} is empty in this config; --help)"
         rest = "".join(f".{later}" for later in parts[index + 1:])
         guesses = [f"{here}.{guess}{rest}" for guess in _guesses(part, keys)]
+        if not guesses and not rest:  # a key of another section?
+            guesses = [f"--config.{key}" for key in _keys_elsewhere(config, part, parts[:index])]
         if guesses:
             return f"unknown key --config.{path} (did you mean {' or '.join(guesses)}?)"
         return (f"unknown key --config.{path} (fix: a key of {here}: {', '.join(sorted(keys))}; "
