@@ -3,9 +3,10 @@
 Tests check what programs compute, not how fast they run, and most of their time is XLA
 compiling small programs: every process of the test run (pytest-xdist workers, and through
 their environment the training runs and notebooks they start) compiles without XLA's slow
-backend optimisations and shares one persistent compilation cache, with the settings of a
-training run's (`compilation.CACHE_SETTINGS`), so a program compiled by one test is read back
-by the next.
+backend optimisations and shares one persistent compilation cache, so a program compiled by one
+test is read back by the next. Every program is cached; the cache has no size bound, because
+JAX's bounded cache lists and reads the whole folder under a lock at every write, which for the
+thousands of programs of a test run costs more than it saves.
 """
 
 import os
@@ -25,12 +26,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from jaxenc.data import registry  # noqa: E402
-from jaxenc.training import compilation  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_COMPILATION = {"jax_disable_most_optimizations": True,
                     "jax_compilation_cache_dir": str(REPO / ".cache" / "xla-tests"),
-                    **compilation.CACHE_SETTINGS}
+                    "jax_persistent_cache_min_compile_time_secs": 0.0,
+                    "jax_persistent_cache_min_entry_size_bytes": -1,
+                    "jax_compilation_cache_max_size": -1}
 for _name, _value in TEST_COMPILATION.items():
     jax.config.update(_name, _value)
     os.environ[_name.upper()] = str(_value)  # JAX's variable, for the processes tests start

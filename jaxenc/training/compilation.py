@@ -61,10 +61,15 @@ def _set_cache_dir(path: str | None) -> None:
 
 @contextlib.contextmanager
 def persistent_cache(path: str) -> Iterator[None]:
-    """JAX's persistent compilation cache in folder `path` ("" = off) inside the block; the
-    process's previous cache setting afterwards."""
+    """JAX's persistent compilation cache in folder `path` ("" = off) inside the block, with
+    CACHE_SETTINGS; the process's previous cache settings afterwards. A process whose cache is
+    this folder already (JAX_COMPILATION_CACHE_DIR, or a caller's own setting) keeps its own
+    settings."""
     previous = jax.config.jax_compilation_cache_dir
     wanted = os.path.expanduser(path) if path else None
+    if wanted is not None and wanted == previous:
+        yield
+        return
     saved = {name: getattr(jax.config, name) for name in CACHE_SETTINGS}
     if wanted != previous:
         _set_cache_dir(wanted)
