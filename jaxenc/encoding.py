@@ -74,6 +74,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from jaxenc import prediction
 from jaxenc.data.batching import Batcher, bucket_lengths, bucket_of, sentence_fields
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.text_io import TOKENIZERS
@@ -172,6 +173,8 @@ class Encoder:
         warning per call) or raise an "error" naming it.
       token_budget: the most tokens (rows x bucket length) of a batch; None: `batch_size` x the
         largest training bucket, per call.
+      head: the run's task head (`jaxenc.prediction.Head`: classification or relatedness), what
+        `predict` applies; None for an encoder without one.
     """
 
     def __init__(self, model_cfg: Mapping[str, Any], params: dict, vocab: Vocabulary, *,
@@ -181,7 +184,8 @@ class Encoder:
                  bucket_step: int = 8, expansion: Any = None,
                  parse_cache_dir: str | os.PathLike | None = None, dim: int | None = None,
                  name: str = "encoder", max_length: int = DEFAULT_MAX_LENGTH,
-                 long_sentences: str = "truncate", token_budget: int | None = None):
+                 long_sentences: str = "truncate", token_budget: int | None = None,
+                 head: prediction.Head | None = None):
         from jaxenc.models.registry import structure_spec
 
         if tokenizer not in TOKENIZERS:
@@ -213,6 +217,7 @@ class Encoder:
         self._dim = dim
         self.max_length, self.long_sentences = int(max_length), long_sentences
         self.token_budget = token_budget
+        self.head = head
 
     @classmethod
     def from_workdir(cls, workdir: str | os.PathLike, **overrides: Any) -> Encoder:
@@ -402,6 +407,38 @@ class Encoder:
             encoded = np.divide(encoded, norms, out=np.zeros_like(encoded), where=norms > 0)
         return encoded[0] if single else encoded
 
+    def predict(self, items: Sequence[SentenceLike] | Sequence[tuple[SentenceLike, SentenceLike]],
+                batch_size: int = DEFAULT_BATCH_SIZE,
+                show_progress_bar: bool | None = None) -> prediction.Predictions:
+        """The run's task head on `items`: sentences (classification of single sentences) or
+        (first, second) pairs (pair classification, relatedness), encoded as `encode` does.
+
+        Returns `Predictions`: probabilities float32[N, K] and the class names (labels) or the
+        expected scores (relatedness), row i for items[i]. ConfigError for an encoder without a
+        head (a tagging or seq2seq run, or an export written without one) or items that are not
+        pairs where the head reads pairs.
+        """
+        head = self.head
+        if head is None:
+            raise ConfigError(f"{self.name} has no task head to predict with: it encodes only "
+                              "(fix: export a classification or relatedness run, then "
+                              "jaxenc.load(...).predict)")
+        items = list(items)
+        if head.kind == "single":
+            u, v = self.encode(items, batch_size, show_progress_bar), None
+        else:
+            bad = next((i for i, item in enumerate(items) if isinstance(item, (str, Sentence))
+                        or len(item) != 2), None)
+            if bad is not None:
+                raise ConfigError(f"item {bad} is not a (first, second) pair: the head of this "
+                                  f"{head.kind} run reads sentence pairs (fix: pass a list of "
+                                  "2-tuples of sentences)")
+            u = self.encode([first for first, _ in items], batch_size, show_progress_bar)
+            v = self.encode([second for _, second in items], batch_size, show_progress_bar)
+        probabilities = head.apply(head.params, u, v) if items else np.zeros(
+            (0, head.num_classes), np.float32)
+        return head.predictions(np.asarray(probabilities))
+
     # ------------------------------------------------------------------------- internals
 
     def _parser_of(self, sentence: Sentence) -> str:
@@ -510,10 +547,11 @@ def workdir_arguments(workdir: str | os.PathLike) -> dict[str, Any]:
     from jaxenc.data.featurize import RELATIONS_FILE
     from jaxenc.data.registry import DATASETS
     from jaxenc.structures.relations import RelationVocabulary
-    from jaxenc.training.checkpointing import BEST_DIR, load_trained_encoder
+    from jaxenc.training.checkpointing import BEST_DIR, load_trained_model, saved_dataset
 
     workdir = Path(workdir)
-    _, params, vocab, config = load_trained_encoder(workdir)
+    _, model_params, vocab, config = load_trained_model(workdir)
+    params = model_params["encoder"]
     data = config.data
     found = None
     if data.embeddings and data.oov == "drop":  # words without a vector are dropped
@@ -535,4 +573,5 @@ def workdir_arguments(workdir: str | os.PathLike) -> dict[str, Any]:
         tokenizer=dataset.tokenizer if dataset else "whitespace",
         buckets=bucket_lengths(data.max_length, data.bucket_step), bucket_step=data.bucket_step,
         expansion=expansion, parse_cache_dir=workdir / "parse_cache",
-        name=f"ckpt-{resolved.name}-{short_digest(resolved, *best)}")
+        name=f"ckpt-{resolved.name}-{short_digest(resolved, *best)}",
+        head=prediction.head_of_run(config, saved_dataset(workdir), model_params))

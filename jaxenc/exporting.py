@@ -16,6 +16,9 @@ format":
   relations.json        the relation vocabulary of a model with the "relations" field
   params/               the encoder's parameters (orbax), word table included
   params.npz            the same parameters for readers without orbax (keys "embed/embedding")
+  head.npz              a classification or relatedness run's task head (keys "head/..."),
+                        which `predict` applies (format.json "head": its kind, sizes, label
+                        names or score points; jaxenc.prediction)
   functions/encode_l<L>.jaxexport
                         `jax.export` of `apply(params, fields) -> float32[B, D]` for each bucket
                         length L and the export's batch size B
@@ -43,13 +46,14 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxenc import __version__, cli, standalone
+from jaxenc import __version__, cli, prediction, standalone
 from jaxenc.encoding import DEFAULT_MAX_LENGTH, INDEX, Encoder
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.standalone import FORMAT_FILE, FORMAT_NAME, FORMAT_VERSION, PARAMS_NPZ, SEPARATOR
 from jaxenc.training import integrity
 
 VOCAB_FILE, FOUND_FILE, RELATIONS_FILE = "vocab.txt", "found.npy", "relations.json"
+HEAD_FILE = "head.npz"
 PARAMS_DIR, FUNCTIONS_DIR = "params", "functions"
 TRAINING_CONFIG_FILE = "training_config.json"
 DEFAULT_BATCH_SIZE = 64
@@ -119,6 +123,7 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
         "buckets": list(encoder.buckets), "bucket_step": encoder.bucket_step,
         "params": {"orbax": PARAMS_DIR, "npz": PARAMS_NPZ},
         "functions": functions,
+        "head": encoder.head.description(HEAD_FILE) if encoder.head is not None else None,
     }
     _write_files(partial, description, encoder, params, Path(workdir))
     integrity.seal(partial)
@@ -207,6 +212,11 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         params = jax.device_put(checkpointer.restore(
             (folder / description["params"]["orbax"]).absolute()))
     vocabulary, structures = description["vocabulary"], description["structures"]
+    head = None
+    if description.get("head"):
+        with np.load(folder / description["head"]["file"], allow_pickle=False) as stored:
+            head = prediction.Head.from_description(
+                description["head"], standalone.unflatten(dict(stored)))
     return Encoder(
         description["model"], params,
         Vocabulary.load(folder / vocabulary["file"], lowercase=vocabulary["lowercase"]),
@@ -219,7 +229,7 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         buckets=description["buckets"], bucket_step=description["bucket_step"],
         parse_cache_dir=parse_cache_dir, dim=description["dim"],
         name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}", max_length=max_length,
-        long_sentences=long_sentences, token_budget=token_budget)
+        long_sentences=long_sentences, token_budget=token_budget, head=head)
 
 
 def is_export(path: str | os.PathLike) -> bool:
@@ -313,10 +323,16 @@ def _write_files(folder: Path, description: dict, encoder: Encoder, params: dict
     with ocp.StandardCheckpointer() as checkpointer:
         checkpointer.save((folder / PARAMS_DIR).absolute(), params)
         checkpointer.wait_until_finished()
-    flat = {SEPARATOR.join(str(key.key) for key in path): np.asarray(leaf)
-            for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
-    np.savez(folder / PARAMS_NPZ, **flat)
+    np.savez(folder / PARAMS_NPZ, **_flat(params))
+    if encoder.head is not None:
+        np.savez(folder / HEAD_FILE, **_flat(jax.device_get(encoder.head.params)))
     shutil.copyfile(workdir / "config.json", folder / TRAINING_CONFIG_FILE)
+
+
+def _flat(params: dict) -> dict[str, np.ndarray]:
+    """{"a/b/c": leaf} of nested params (standalone.unflatten's inverse)."""
+    return {SEPARATOR.join(str(key.key) for key in path): np.asarray(leaf)
+            for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
 
 
 def main(argv: Sequence[str] | None = None) -> Path:

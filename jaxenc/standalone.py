@@ -245,7 +245,8 @@ def recorded_paths(description: dict) -> dict[str, Any]:
     params, functions = section(description, "params"), section(description, "functions")
     paths = {"vocabulary.file": vocabulary.get("file"), "vocabulary.found": vocabulary.get("found"),
              "structures.relations": structures.get("relations"),
-             "params.npz": params.get("npz"), "params.orbax": params.get("orbax")}
+             "params.npz": params.get("npz"), "params.orbax": params.get("orbax"),
+             "head.file": section(description, "head").get("file")}
     buckets = section(functions, "buckets")
     paths.update({f"functions.buckets.{length}.file": section(buckets, length).get("file", "")
                   for length in buckets})

@@ -5,12 +5,15 @@ writes, with and without dev / test files."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import jaxenc
 from jaxenc.data import labelled_files, registry
 from jaxenc.data.text_io import tokenize
+from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
-from jaxenc.training import checkpointing, loop
+from jaxenc.training import checkpointing, loop, predict
 from train.configs import base
 
 ROWS = [("positive", "The coach won the final, again!"),
@@ -191,21 +194,40 @@ def test_an_encoder_trains_on_files_of_each_format(tmp_path, capsys, model, suff
     assert row["steps"] == 2 and 0.0 <= row["test accuracy"] <= 1.0
     assert f"\n{model} step 2: dev accuracy " in capsys.readouterr().out  # the log names the run
     record = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
-    assert record["dataset"] == {"name": "files", "kind": "single",
+    assert record["dataset"] == {"name": "files", "kind": "single", "num_classes": 2,
                                  "label_names": ["loss", "win"], "score_range": None}
     counts = {split: entry["examples"] for split, entry in record["data_identity"].items()}
     assert counts == ({"train": 16, "dev": 6, "test": 5} if with_dev_test
                       else {"train": 9, "dev": 3, "test": 4})  # a quarter of 16, then of 12
     if model == "tree_lstm":
         assert record["model"]["parser"] == "spacy"  # parsed as any untokenised text
+    if with_dev_test:  # the exported classifier predicts what the run predicted on test
+        expected = predict.predict(tmp_path / "run", "test")["prediction"]
+        export = jaxenc.export(tmp_path / "run", tmp_path / "export", platforms=("cpu",))
+        texts = [text for _, text in rows[:5]]
+        for encoder in (jaxenc.load(export), Encoder.from_workdir(tmp_path / "run")):
+            predicted = encoder.predict(texts)
+            assert predicted.labels == [["loss", "win"][i] for i in expected]
+            assert predicted.probabilities.shape == (5, 2) and predicted.scores is None
+            np.testing.assert_allclose(predicted.probabilities.sum(1), 1.0, rtol=1e-5)
 
 
 def test_a_relatedness_pair_file_trains_with_the_relatedness_head(tmp_path):
     rows = "".join(f"{a}\t{b}\t{1 + i % 5}\n" for i, (a, b) in enumerate(
         zip(SENTENCES, reversed(SENTENCES), strict=True)))
     train = write(tmp_path / "train.tsv", "text_a\ttext_b\tscore\n" + rows * 2)
-    row = loop.train_and_evaluate(tiny_files_config("bag", train_file=train), tmp_path / "run")
+    test = write(tmp_path / "test.tsv", "text_a\ttext_b\tscore\n" + rows)
+    config = tiny_files_config("bag", train_file=train, test_file=test)
+    row = loop.train_and_evaluate(config, tmp_path / "run")
     assert row["steps"] == 2 and -1.0 <= row["test pearson"] <= 1.0
+    expected = predict.predict(tmp_path / "run", "test")["prediction"]
+    export = jaxenc.export(tmp_path / "run", tmp_path / "export", platforms=("cpu",))
+    pairs = [tuple(line.split("\t")[:2]) for line in rows.splitlines()]
+    predicted = jaxenc.load(export).predict(pairs)
+    assert predicted.labels is None and predicted.probabilities.shape == (8, 5)
+    np.testing.assert_allclose(predicted.scores, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ConfigError, match="item 0 is not a \\(first, second\\) pair"):
+        jaxenc.load(export).predict(["one sentence ."])
 
 
 def test_a_files_run_resumes_from_another_folder_but_not_on_other_rows(tmp_path):
@@ -229,3 +251,12 @@ def test_a_run_refused_on_a_bad_row_leaves_no_workdir(tmp_path):
     with pytest.raises(DataError, match="train.tsv:2: empty 'text'"):
         loop.run(tiny_files_config("bag", train_file=train), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_encoder_without_a_task_head_says_it_only_encodes():
+    from jaxenc.data.synthetic import generate
+
+    sentences = [example.sentences[0] for example in generate(4, seed=3)]
+    encoder = Encoder.initialised(base.model_config("bag", embed_dim=8), sentences)
+    with pytest.raises(ConfigError, match="has no task head to predict with: it encodes only"):
+        encoder.predict(["a sentence ."])

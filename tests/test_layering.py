@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("jaxenc.models.*",)),
     ("tasks", ("jaxenc.tasks.*",)),
     ("training", ("jaxenc.training.*", "jaxenc.configs")),
-    ("encoding", ("jaxenc.encoding", "jaxenc.exporting")),
+    ("encoding", ("jaxenc.encoding", "jaxenc.exporting", "jaxenc.prediction")),
     ("applications", ("jaxenc.evaluation.*", "jaxenc.showcase", "jaxenc.viz")),
 )
 # Commands (what `python -m` or a console script runs) compose every layer: they may import any

@@ -7,6 +7,8 @@ A `Task` reads a batch (flat dict, docs/ARCHITECTURE.md "Batches"):
 - `eval_outputs(outputs, batch)` -> per-example arrays [B] that the host concatenates over a split;
 - `summarize(collected)` -> named metrics of the split (`primary_metric` among them, higher is
   better; the loop keeps the checkpoint that maximises it);
+- classification and relatedness tasks also give `vector_head()`: their head alone, over
+  sentence vectors (what a trained run's export predicts with, `jaxenc.prediction`);
 - generating tasks (`generates`, e.g. translation) also give `test_outputs(model, params,
   batch)` (jittable per-example outputs such as decoded tokens, computed once on the test split
   with the best parameters) and `test_metrics(collected, examples)` (e.g. sacrebleu's BLEU, with
@@ -86,6 +88,27 @@ class Task(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} generates nothing")
 
 
+# ----------------------------------------------------------------------------- heads alone
+
+
+class VectorHead(nn.Module):
+    """A classification or relatedness task's head over sentence vectors: u [B, D] (and v
+    [B, D] of the second sentences of pairs) -> {"logits": [B, K]} or {"log_probs": [B, K]}, as
+    the task model computes them from its encoder's vectors. Its one submodule is named "head",
+    as in the task model, so a trained model's `params["head"]` apply as they are."""
+
+    head: nn.Module
+    kind: str  # "single", "pair" or "relatedness"
+    features: Sequence[str] = ()
+
+    def __call__(self, u: jax.Array, v: jax.Array | None = None) -> Outputs:
+        if self.kind == "relatedness":
+            return {"log_probs": self.head(u, v)}
+        if self.kind == "pair":
+            u = pair_features(u, v, self.features)
+        return {"logits": self.head(u, train=False)}
+
+
 # ----------------------------------------------------------------------------- classification
 
 
@@ -126,12 +149,17 @@ class ClassificationTask(Task):
         self.head_cfg = head_cfg
         self.features = parse_pair_features(head_cfg.pair_features) if kind == "pair" else ()
 
-    def build_model(self, encoder: nn.Module) -> nn.Module:
-        head = ClassifierHead(self.num_classes, tuple(self.head_cfg.hidden_dims),
+    def _head(self) -> nn.Module:
+        return ClassifierHead(self.num_classes, tuple(self.head_cfg.hidden_dims),
                               self.head_cfg.activation, self.head_cfg.dropout_rate)
+
+    def build_model(self, encoder: nn.Module) -> nn.Module:
         if self.kind == "pair":
-            return PairClassifier(encoder, head, self.features)
-        return SentenceClassifier(encoder, head)
+            return PairClassifier(encoder, self._head(), self.features)
+        return SentenceClassifier(encoder, self._head())
+
+    def vector_head(self) -> VectorHead:
+        return VectorHead(self._head(), self.kind, self.features)
 
     def loss(self, outputs: Outputs, batch: Batch) -> jax.Array:
         per_example = losses.classification_losses(outputs["logits"], batch["label"])
@@ -177,6 +205,9 @@ class RelatednessTask(Task):
 
     def build_model(self, encoder: nn.Module) -> nn.Module:
         return PairRelatedness(encoder, RelatednessHead(self.num_classes, self.hidden_dim))
+
+    def vector_head(self) -> VectorHead:
+        return VectorHead(RelatednessHead(self.num_classes, self.hidden_dim), self.kind)
 
     def _losses(self, outputs: Outputs, batch: Batch) -> jax.Array:
         target = losses.relatedness_target(batch["score"], self.num_classes, self.min_score)

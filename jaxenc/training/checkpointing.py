@@ -58,7 +58,8 @@ log = logging.getLogger(__name__)
 CONFIG_FILE = "config.json"
 HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 DATA_KEY = "data_identity"  # config.json: {split: {"examples": count, "sha256": hex}}
-# config.json: {"name", "kind", "label_names", "score_range"} of the dataset trained on (a
+# config.json: {"name", "kind", "num_classes", "label_names", "score_range"} of the dataset
+# trained on (a
 # user's files: what their train file held)
 DATASET_KEY = "dataset"
 RECORD_KEYS = (DATA_KEY, DATASET_KEY)  # what config.json records besides the config
@@ -545,6 +546,14 @@ def load_trained_encoder(workdir: str | os.PathLike
 
     Encode with `module.apply({"params": params}, sentence_fields, train=False)["sentence"]`.
     """
+    module, params, vocab, config = load_trained_model(workdir)
+    return module, params["encoder"], vocab, config
+
+
+def load_trained_model(workdir: str | os.PathLike
+                       ) -> tuple[nn.Module, dict, Vocabulary, ml_collections.ConfigDict]:
+    """(encoder module, the task model's params: "encoder" and, for a task with one, "head",
+    input vocabulary, run config) of the best checkpoint."""
     config = load_config(workdir)
     vocab = Vocabulary.load(Path(workdir) / VOCAB_FILE, lowercase=config.data.lowercase)
     checkpoints = Checkpoints(workdir, keep=config.checkpoint.keep,
@@ -553,4 +562,4 @@ def load_trained_encoder(workdir: str | os.PathLike
         params = checkpoints.restore_best_params()
     finally:
         checkpoints.close()
-    return build_encoder(config.model, len(vocab)), params["encoder"], vocab, config
+    return build_encoder(config.model, len(vocab)), params, vocab, config

@@ -455,8 +455,8 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
         checkpointing.save_run_files(
             workdir, config, vocabularies,
             identity if identity is not None else checkpointing.data_identity(splits),
-            dataset=dict(name=info.name, kind=info.kind, label_names=info.label_names,
-                         score_range=info.score_range))
+            dataset=dict(name=info.name, kind=info.kind, num_classes=info.num_classes,
+                         label_names=info.label_names, score_range=info.score_range))
         with writing(workdir):
             if tags is not None:
                 (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
