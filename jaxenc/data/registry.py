@@ -91,6 +91,8 @@ def load(name: str, split: str, data_dir: str | os.PathLike | None = None) -> li
         raise DataError(f"unknown dataset {name!r}", fix=f"use one of {', '.join(DATASETS)}")
     info = DATASETS[name]
     if split not in info.splits:
+        if not info.splits:  # "files": its splits are a training config's files
+            _READERS[name](None, split)  # raises, naming the flags that give them
         raise DataError(f"dataset {name!r} has no split {split!r}",
                         fix=f"use one of {', '.join(info.splits)}")
     folder = None
@@ -297,9 +299,8 @@ def _read_files(folder: None, split: str) -> list[Example]:
 
 
 # Your own labelled files (jaxenc.data.labelled_files): what they hold (the task's kind, its
-# labels) is known once data.train_file is read (`dataset_info`).
-_register(DatasetInfo(labelled_files.NAME, "single", None, None, _TRAIN_DEV_TEST, None,
-                      tokenizer="text"),
+# labels, its splits) is known once data.train_file is read (`dataset_info`).
+_register(DatasetInfo(labelled_files.NAME, "single", None, None, (), None, tokenizer="text"),
           _read_files)
 
 

@@ -209,7 +209,8 @@ def make_builder_class(dataset: registry.DatasetInfo) -> type[tfds.core.Generato
 
 
 BUILDERS: dict[str, type[tfds.core.GeneratorBasedBuilder]] = {
-    name: make_builder_class(dataset) for name, dataset in registry.DATASETS.items()}
+    name: make_builder_class(dataset) for name, dataset in registry.DATASETS.items()
+    if dataset.splits}  # not "files": a training config's own files
 
 
 def prepare(dataset: str, data_dir: str | os.PathLike, *,
