@@ -19,7 +19,6 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from jaxenc.errors import ConfigError
 from jaxenc.tasks.tasks import VectorHead, build_task
 
 KINDS = ("single", "pair", "relatedness")  # the dataset kinds whose runs have a head to predict
@@ -107,22 +106,14 @@ def head_of_run(config: ml_collections.ConfigDict, dataset: Mapping[str, Any] | 
     from jaxenc.data import registry
 
     if dataset is None:
-        info = registry.DATASETS.get(config.task.dataset)
-        if info is None or info.name == "files":
-            raise ConfigError(f"the run's config.json has no dataset record, and dataset "
-                              f"{config.task.dataset!r} does not describe itself (fix: train the "
-                              "run again with this version of jaxenc)")
-        dataset = {"kind": info.kind, "label_names": info.label_names,
-                   "score_range": info.score_range, "num_classes": info.num_classes}
-    kind = dataset["kind"]
+        info = registry.DATASETS[config.task.dataset]
+        dataset = {"kind": info.kind, "num_classes": info.num_classes,
+                   "label_names": info.label_names, "score_range": info.score_range}
+    kind, num_classes = dataset["kind"], dataset["num_classes"]
     if kind not in KINDS or "head" not in params:
         return None
-    labels, score_range = dataset.get("label_names"), dataset.get("score_range")
-    if kind == "relatedness":
-        num_classes = dataset.get("num_classes") or int(score_range[1] - score_range[0]) + 1
-    else:
-        num_classes = len(labels) if labels else dataset.get("num_classes")
-    if kind != "relatedness" and not labels:  # a dataset without names: the class indices
+    labels, score_range = dataset["label_names"], dataset["score_range"]
+    if kind != "relatedness" and not labels:  # a dataset without class names: their indices
         labels = [str(index) for index in range(num_classes)]
     return Head(kind, config.task.head.to_dict(), num_classes,
                 tuple(labels) if labels else None,

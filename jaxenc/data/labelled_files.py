@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import io
 import json
 import logging
@@ -50,6 +51,7 @@ FORMATS = (".tsv", ".csv", ".jsonl")
 SPLIT_FILES = {"train": "train_file", "dev": "dev_file", "test": "test_file"}  # data.<key>
 PAIR_COLUMNS = ("text_a", "text_b")  # the two text columns when data.text_columns is ""
 SINGLE_COLUMN = "text"
+COLUMN_KEYS = ("text_columns", "label_column", "score_column")  # data.<key>
 
 
 @dataclasses.dataclass(frozen=True)
@@ -330,9 +332,23 @@ def describe(data_cfg: Mapping[str, Any]) -> Description:
     return _read_train(data_cfg)[0]
 
 
-def _read_train(data_cfg: Mapping[str, Any]) -> tuple[Description, list[_Row]]:
+def _read_train(data_cfg: Mapping[str, Any]) -> tuple[Description, tuple[_Row, ...]]:
+    """The description and rows of data.train_file, read once per process for its current
+    bytes (a run's `describe` and `load_splits` both need them)."""
     check_files(data_cfg)
-    columns, rows = _read(_path(data_cfg, "train"), "--config.data.train_file", data_cfg)
+    path = _path(data_cfg, "train").resolve()
+    stat = path.stat()
+    return _read_train_file(path, stat.st_size, stat.st_mtime_ns,
+                            *(data_cfg[key] for key in COLUMN_KEYS))
+
+
+@functools.lru_cache(maxsize=1)
+def _read_train_file(path: Path, size: int, mtime_ns: int,
+                     *column_flags: str) -> tuple[Description, tuple[_Row, ...]]:
+    del size, mtime_ns  # the cache key: the file as it is now
+    data_cfg = dict(zip(COLUMN_KEYS, column_flags, strict=True))
+    columns, rows = _read(path, "--config.data.train_file", data_cfg)
+    rows = tuple(rows)
     if columns.kind == "relatedness":
         scores = [_score(row, columns.target) for row in rows]
         low, high = math.floor(min(scores)), math.ceil(max(scores))

@@ -59,8 +59,7 @@ CONFIG_FILE = "config.json"
 HISTORY_KEY = "history"  # config.json: [{"time", "changed": {key: [old, new]}}] of resumed runs
 DATA_KEY = "data_identity"  # config.json: {split: {"examples": count, "sha256": hex}}
 # config.json: {"name", "kind", "num_classes", "label_names", "score_range"} of the dataset
-# trained on (a
-# user's files: what their train file held)
+# trained on (a user's files: what their train file held)
 DATASET_KEY = "dataset"
 RECORD_KEYS = (DATA_KEY, DATASET_KEY)  # what config.json records besides the config
 VOCAB_FILE = "vocab.txt"
@@ -310,8 +309,8 @@ def record_data(workdir: str | os.PathLike, identity: Mapping[str, Mapping[str, 
 
 
 def saved_dataset(workdir: str | os.PathLike) -> dict | None:
-    """The dataset record (DATASET_KEY) of the run in `workdir`: name, kind, label names and
-    score range; None for a run that predates it."""
+    """The dataset record (DATASET_KEY) of the run in `workdir`: name, kind, number of classes,
+    label names and score range; None for a run that predates it."""
     saved = _read_run_file(workdir)
     return saved.get(DATASET_KEY) if saved is not None else None
 

@@ -192,6 +192,9 @@ def _check_parser_installed(section: Any, default: Any) -> None:
                           f"--config.model.parser={default})") from None
 
 
+_ABSENT = object()  # `_value_at` of a key a config does not have
+
+
 def _value_at(config: ml_collections.ConfigDict | None, path: str) -> Any:
     """The value of flat key `path` in `config`, `_ABSENT` where it has none."""
     node: Any = config
@@ -200,9 +203,6 @@ def _value_at(config: ml_collections.ConfigDict | None, path: str) -> Any:
             return _ABSENT
         node = node[part]
     return node
-
-
-_ABSENT = object()
 
 
 def check_config(config: ml_collections.ConfigDict,
