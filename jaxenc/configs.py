@@ -26,7 +26,9 @@ Sections:
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
               0 = off) and the optimiser's constants
   train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
-              log_every, seed, patience (evaluations without improvement, 0 = off),
+              log_every, seed, seeds (train every model with seeds seed, seed + 1, ...: the
+              further ones in workdir/seeds/<seed>; results.md: mean ± std over them),
+              patience (evaluations without improvement, 0 = off),
               patience_min_epochs (early stopping also waits this many passes over the training
               data after the best evaluation, 0 = evaluations alone: with phrase-level SST an
               epoch is many evaluations, and 5 of them may end a run before one pass),
@@ -47,6 +49,8 @@ Sections:
   showcase    export_best (after training, export the model with the best dev score to
               workdir/export), sentences (encoded with it and the other models; pairs compared)
   baselines   name -> model section; each is trained on the same task and reported beside
+  recipes     baseline name -> its own values of other sections (its family's training recipe),
+              e.g. recipes.tree_lstm.optim.learning_rate; the rest as the model's
 """
 
 from __future__ import annotations
@@ -179,7 +183,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0))
 
     config.train = ml_collections.ConfigDict(dict(
-        num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, patience=0,
+        num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, seeds=1, patience=0,
         patience_min_epochs=0.0,
         progress_bar=True, distributed=False, nonfinite="stop",
         divergence_bound=1e4,  # a training loss above it stops (or skips) the step; 0 = none
@@ -194,4 +198,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # to workdir/export and encode `sentences` with it and every other model, in pairs (cosine).
     config.showcase = ml_collections.ConfigDict(dict(export_best=False, sentences=()))
     config.baselines = ml_collections.ConfigDict()
+    config.recipes = ml_collections.ConfigDict()
     return config

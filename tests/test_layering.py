@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("jaxenc.tasks.*",)),
     ("training", ("jaxenc.training.*", "jaxenc.configs")),
     ("encoding", ("jaxenc.encoding", "jaxenc.exporting", "jaxenc.prediction")),
-    ("applications", ("jaxenc.evaluation.*", "jaxenc.showcase", "jaxenc.viz")),
+    ("applications", ("jaxenc.evaluation.*", "jaxenc.showcase", "jaxenc.throughput", "jaxenc.viz")),
 )
 # Commands (what `python -m` or a console script runs) compose every layer: they may import any
 # module, and no module imports them.

@@ -86,9 +86,11 @@ def finish(processes: list[subprocess.Popen], logs: list[Path], status: int = 0)
 
 
 def records(workdir: Path) -> list[dict]:
-    """Every metrics.jsonl record, duplicates kept, without the throughput (not a result)."""
+    """Every metrics.jsonl record, duplicates kept, without the throughput and the cost records
+    (times and rates: not results)."""
     return [{key: value for key, value in record.items() if key != "examples_per_second"}
-            for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)]
+            for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)
+            if record["split"] != report.COST]
 
 
 def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):

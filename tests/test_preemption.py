@@ -53,7 +53,8 @@ FLAGS = ["--config=train/configs/base.py:bag,synthetic", "--config.model.embed_d
 def _results(workdir: Path) -> tuple[list[dict], list[str]]:
     """(metrics.jsonl records in file order, results.md lines), without what is measured."""
     records = [{key: value for key, value in record.items() if key not in UNCOMPARED_FIELDS}
-               for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)]
+               for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)
+               if record["split"] != report.COST]  # measured: times and rates
     lines = (workdir / report.RESULTS_FILE).read_text().splitlines()
     header = next(index for index, line in enumerate(lines) if line.startswith("|"))
     columns = [cell.strip() for cell in lines[header].strip("|").split("|")]

@@ -551,7 +551,7 @@ def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
     for row, path in zip(rows, [workdir, workdir / "baselines" / "transformer"], strict=True):
         assert row["steps"] == 40 and row["best step"] in (20, 40)
         assert row["compiled shapes"] == 2  # buckets 16 and 32, nothing else
-        assert np.isfinite(row["encode sent/s"]) and row["encode sent/s"] > 0
+        assert row["seed"] == 0 and 0 <= row["train s"] < 600
         # the train step's arguments alone hold the params and Adam's two moments
         params_mib = sum(leaf.nbytes for leaf in jax.tree.leaves(
             checkpointing.load_trained_encoder(path)[1])) / 2**20
@@ -560,6 +560,9 @@ def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
         records = report.read_metrics(path / report.METRICS_FILE)
         assert [r["step"] for r in records if r["split"] == "train"] == [10, 20, 30, 40]
         assert [r["step"] for r in records if r["split"] == "dev"] == [20, 40]
+        (cost,) = [r for r in records if r["split"] == report.COST]  # what compare reads
+        assert cost["step"] == row["best step"]
+        assert abs(cost["train_seconds"] - row["train s"]) <= 0.6
         assert json.loads((path / "config.json").read_text())["model"]["name"] == row["model"]
         assert Vocabulary.load(path / "vocab.txt").tokens[:6][-1] == "</s>"
     text = (workdir / report.RESULTS_FILE).read_text()
@@ -802,8 +805,11 @@ def test_main_reports_bad_config_files_and_keys_in_one_line(tmp_path, args, mess
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_every_config_names_known_parts(name):
+def test_every_config_names_known_parts(name, tmp_path):
     config = importlib.import_module(f"train.configs.{name}").get_config()
+    if config.task.dataset == "files":  # a user's own file (compare.py's default)
+        config.data.train_file = str(tmp_path / "mine.tsv")
+        (tmp_path / "mine.tsv").write_text("yes\ta sentence .\n")
     loop.validate(config)
     for name, model_cfg in config.baselines.items():
         assert model_cfg.name == name

@@ -64,6 +64,8 @@ DATASET_KEY = "dataset"
 RECORD_KEYS = (DATA_KEY, DATASET_KEY)  # what config.json records besides the config
 VOCAB_FILE = "vocab.txt"
 LATEST_DIR, BEST_DIR = "checkpoints", "best"
+BASELINES_DIR = "baselines"  # workdir/baselines/<name>: the run of the config's baselines.<name>
+SEEDS_DIR = "seeds"  # workdir/seeds/<seed>: the runs of each further seed of train.seeds
 
 # Config keys a resumed run may change, recorded in config.json's history: they decide when to
 # evaluate, log and save, where the same data is read from, how large evaluation batches are and
@@ -77,12 +79,14 @@ RESUMABLE_KEYS = frozenset({
     "data.train_file", "data.dev_file", "data.test_file",  # where the same data is read from
     "train.samples", "data.expand_vocabulary",  # what is printed; how a finished run encodes
     "train.compilation_cache"})  # where compiled programs are kept
-RESUMABLE_SECTIONS = ("baselines", "showcase")  # other runs; what is done after training
+# other runs and their settings; what is done after training
+RESUMABLE_SECTIONS = ("baselines", "recipes", "showcase")
 EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
 # Keys outside the model sections added after runs were saved, at the value that computes what
 # such a run computed: a saved run without the key resumes with it at this value.
 ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
                       "train.patience_min_epochs": 0.0,  # 0.0: evaluations alone stop a run
+                      "train.seeds": 1,  # a run's config.json names its own seed alone
                       "data.vector_vocabulary": 0,  # 0: the training words alone
                       # task.dataset="files" only, which the runs without them predate
                       "data.train_file": "", "data.dev_file": "", "data.test_file": "",

@@ -5,11 +5,13 @@ metrics at its best-dev checkpoint, read from the runs' metrics.jsonl.
   python -m train.compare RUN_DIR [RUN_DIR ...] [--output table.md]
   e.g. python -m train.compare /tmp/runs/disan_sick_e_s* /tmp/runs/bag_sick_e_s*
 
-A run directory that holds the runs of its config's baselines (RUN_DIR/baselines/<name>, as
-train.main trains them beside the top-level run) brings them along: `python -m train.compare
-workdir/default` tabulates every model of the main job. Such a baseline that has not finished
-yet (train.main trains the baselines one after another) is left out with a note on stderr naming
-it; a run directory named on the command line that has not finished is an error.
+A run directory brings along the runs train.main trained with it: its config's baselines
+(RUN_DIR/baselines/<name>) and the further seeds of train.seeds (RUN_DIR/seeds/<seed>, each
+with its baselines), so `python -m train.compare workdir/default` tabulates every model of the
+main job, and `python -m train.compare RUN_DIR` the table a multi-seed comparison printed. Such a
+run that has not finished yet (train.main trains them one after another) is left out with a note
+on stderr naming it; a run directory named on the command line that has not finished is an
+error. Train time and encode rate are means over the runs that recorded them.
 
 Each group is labelled by model and dataset plus the config values that set it apart from the
 other groups of that model and dataset. A run is grouped by its config.json, which a resumed run
@@ -47,9 +49,10 @@ BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
 def _is_bookkeeping(key: str) -> bool:
     return key in BOOKKEEPING or key.split(".")[0] in checkpointing.RESUMABLE_SECTIONS
 _NOT_METRICS = frozenset({"step", "split", "loss"})
+# table column -> cost record key (report.COST), each a mean over the group's runs that have it
+COST_COLUMNS = {"train s": report.TRAIN_SECONDS, "encode sent/s": report.ENCODE_RATE}
 # What a run's config.json must hold: the defaults of newer keys depend on them.
 REQUIRED_KEYS = ("model.name", "task.dataset")
-BASELINES_DIR = "baselines"  # RUN_DIR/baselines/<name>: the run of baselines.<name> (loop.run)
 
 
 class UnfinishedRunError(DataError):
@@ -91,8 +94,12 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
         raise DataError(f"no dev result at the best step {test['step']}", path=metrics_path,
                         fix="give run directories written by python -m train.main")
     select = lambda record: {k: v for k, v in record.items() if k not in _NOT_METRICS}
+    cost = {}  # runs that predate the cost records have none
+    for record in report.read_metrics(metrics_path, report.COST, latest=False):
+        cost.update(select(record))
     return {"workdir": str(workdir), "config": config, "seed": config["train.seed"],
-            "step": test["step"], "dev": select(dev[test["step"]]), "test": select(test)}
+            "step": test["step"], "dev": select(dev[test["step"]]), "test": select(test),
+            "cost": cost}
 
 
 def group_runs(runs: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -119,13 +126,6 @@ def _value(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
-def _mean_std(values: Sequence[float]) -> str:
-    """"m ± s" (sample standard deviation) over several values, the value alone for one."""
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
-
-
 def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     """One row per group: label, seeds, then "dev <metric>" / "test <metric>" as mean ± std."""
     rows = []
@@ -133,7 +133,11 @@ def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
         row = {"runs": label, "seeds": ",".join(str(run["seed"]) for run in members)}
         for split in ("dev", "test"):
             for metric in members[0][split]:
-                row[f"{split} {metric}"] = _mean_std([run[split][metric] for run in members])
+                row[f"{split} {metric}"] = report.mean_std([run[split][metric] for run in members])
+        for column, key in COST_COLUMNS.items():
+            values = [run["cost"][key] for run in members if key in run["cost"]]
+            if values:
+                row[column] = round(statistics.mean(values))
         rows.append(row)
     return rows
 
@@ -156,10 +160,10 @@ def drop_repeats(workdirs: Sequence[str | os.PathLike]) -> list[str]:
 
 
 def baseline_runs(workdir: str | os.PathLike) -> list[Path]:
-    """The run directories of `workdir`'s baselines (BASELINES_DIR/<name> with a config.json):
-    in the order of the baselines section of workdir's config.json (train.main's order), then
+    """The run directories of `workdir`'s baselines (baselines/<name> with a config.json): in
+    the order of the baselines section of workdir's config.json (train.main's order), then
     any others in name order; [] when there are none."""
-    folder = Path(workdir) / BASELINES_DIR
+    folder = Path(workdir) / checkpointing.BASELINES_DIR
     if not folder.is_dir():
         return []
     found = {path.name: path for path in folder.iterdir()
@@ -173,15 +177,32 @@ def baseline_runs(workdir: str | os.PathLike) -> list[Path]:
     return [found[name] for name in names]
 
 
+def seed_folders(workdir: str | os.PathLike) -> list[Path]:
+    """The folders of `workdir`'s further seeds (seeds/<seed> with a config.json), by seed."""
+    folder = Path(workdir) / checkpointing.SEEDS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted((path for path in folder.iterdir()
+                   if path.name.isdigit() and (path / checkpointing.CONFIG_FILE).is_file()),
+                  key=lambda path: int(path.name))
+
+
+def companion_runs(workdir: str | os.PathLike) -> list[Path]:
+    """The runs train.main trained with `workdir`'s: its baselines' (`baseline_runs`), then
+    for each further seed (`seed_folders`) that seed's run and its baselines'."""
+    return [*baseline_runs(workdir),
+            *(run for seed in seed_folders(workdir) for run in (seed, *baseline_runs(seed)))]
+
+
 def with_baselines(workdirs: Sequence[str | os.PathLike]) -> list[tuple[str, bool]]:
-    """(run directory, named on the command line) for each of `workdirs` followed by its
-    baselines' runs (`baseline_runs`), each run once (`drop_repeats` for those named)."""
+    """(run directory, named on the command line) for each of `workdirs` followed by the runs
+    trained with it (`companion_runs`), each run once (`drop_repeats` for those named)."""
     named = drop_repeats(workdirs)
     seen = {Path(workdir).resolve() for workdir in named}
     runs = []
     for workdir in named:
         runs.append((workdir, True))
-        for baseline in baseline_runs(workdir):
+        for baseline in companion_runs(workdir):
             if baseline.resolve() not in seen:
                 seen.add(baseline.resolve())
                 runs.append((str(baseline), False))

@@ -199,6 +199,29 @@ def _file_config(spec: str) -> ml_collections.ConfigDict:
     return module.get_config(arg) if arg else module.get_config()
 
 
+def _add_encode_rates(config: ml_collections.ConfigDict, workdir: Path,
+                      rows: list[dict]) -> None:
+    """Adds each run's end-to-end encode rate on the test sentences (`jaxenc.throughput`) to
+    its row, after "train s", and writes results.md again."""
+    import jax
+
+    from jaxenc import throughput
+    from jaxenc.training.loop import load_splits, write_report
+
+    if jax.process_count() > 1:  # the encoder runs in this process alone; the others have ended
+        logging.getLogger("jaxenc").info("encode rate: measured by single-process runs only")
+        return
+    sentences = throughput.texts(load_splits(config)["test"])
+    logging.getLogger("jaxenc").info(
+        "encode rate of each model: encode() of %d test sentences end to end", len(sentences))
+    for index, row in enumerate(rows):
+        rate = throughput.record_encode_rate(row["workdir"], row["best step"], sentences)
+        cells = list(row.items())
+        at = [key for key, _ in cells].index("train s") + 1
+        rows[index] = dict(cells[:at] + [("encode sent/s", round(rate))] + cells[at:])
+    write_report(workdir, rows, config.train.seeds)
+
+
 @cli.reports_errors
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
@@ -221,10 +244,12 @@ def main(argv: list[str]) -> None:
     if jax.process_index() != 0:  # a multi-host run: process 0 writes and prints the results
         return
     workdir = Path(rows[0]["workdir"])
+    _add_encode_rates(config, workdir, rows)
     if config.get("showcase") and config.showcase.export_best:
         from jaxenc.showcase import showcase
 
-        showcase(rows, workdir, config.showcase.sentences)
+        # the first seed's runs, one per model
+        showcase(rows[:len(rows) // config.train.seeds], workdir, config.showcase.sentences)
     print((workdir / "results.md").read_text())
     print(f"wrote {workdir}/results.md, {workdir}/curves.png and metrics.jsonl; checkpoints in "
           f"{workdir}/checkpoints and {workdir}/best")

@@ -1,21 +1,11 @@
-"""Cost figures of a trained run for its results row: the train step's compiled peak memory and
-the encoder's throughput. Both reuse what training already compiled or cost one forward compile,
-so every run reports them without a separate benchmark (bench/ has the careful measurements).
-"""
+"""The train step's compiled peak memory for a run's results row, read from the executables
+training already compiled (bench/ has the careful measurements)."""
 
 from __future__ import annotations
 
-import collections
 import math
-import time
 from collections.abc import Iterable, Mapping
 
-import flax.linen as nn
-import jax
-from jax.sharding import Mesh
-
-from jaxenc.data.batching import Batcher, sentence_fields
-from jaxenc.training.sharding import data_sharded, replicated, shard_batch
 from jaxenc.training.steps import CompiledPerShape
 
 MIB = 2.0**20
@@ -56,29 +46,3 @@ def peak_mib(footprints: Mapping[str, float | None]) -> float:
     if not values or None in values:
         return math.nan
     return max(values)
-
-
-def encode_sentences_per_second(model: nn.Module, params: dict, batcher: Batcher,
-                                mesh: Mesh) -> float:
-    """Sentences per second through the task model's encoder (inference, `sentence` output) over
-    the batches of `batcher` that have its most common shape: one compilation (not one per
-    bucket, which would cost a short run more than its training), one untimed pass, one timed."""
-
-    def encode(params: dict, batch: dict) -> list[jax.Array]:
-        return [model.apply({"params": params}, sentence_fields(batch, role),
-                            method=lambda module, fields: module.encoder(fields, train=False)
-                            )["sentence"] for role in roles(batch)]
-
-    by_shape = collections.defaultdict(list)
-    for batch in batcher.epoch(0):
-        by_shape[tuple(sorted((key, value.shape) for key, value in batch.items()))].append(batch)
-    if not by_shape:
-        return float("nan")
-    batches = max(by_shape.values(), key=len)
-    sentences = sum(float((batch["weight"] > 0).sum()) * len(roles(batch)) for batch in batches)
-    encode = jax.jit(encode, in_shardings=(replicated(mesh), data_sharded(mesh)))
-    batches = [shard_batch(batch, mesh) for batch in batches]
-    jax.block_until_ready([encode(params, batch) for batch in batches])
-    start = time.perf_counter()
-    jax.block_until_ready([encode(params, batch) for batch in batches])
-    return sentences / (time.perf_counter() - start)

@@ -3,9 +3,11 @@ A write the operating system refuses (read-only, full disk) is a one-line WriteE
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,11 @@ from jaxenc.files import write_text_atomic, writing
 METRICS_FILE = "metrics.jsonl"
 RESULTS_FILE = "results.md"
 CURVES_FILE = "curves.png"
+# The "cost" records of metrics.jsonl, written after training with the test record: seconds of
+# training steps (evaluation, checkpoints and compiles apart) and sentences per second of
+# `encode(list_of_str)` end to end (the train command measures it after training).
+COST, TRAIN_SECONDS, ENCODE_RATE = "cost", "train_seconds", "encode_sentences_per_second"
+AFTER_TRAINING = ("test", COST)  # the splits of records written once training has ended
 LEGEND_ROWS = 14  # runs per column of the curves' legend: a 4-inch figure holds about 14
 
 
@@ -44,11 +51,11 @@ class MetricsLog:
 
     def drop_after(self, step: int) -> None:
         """Keeps the train and dev records up to `step` only: a run resumed from its checkpoint
-        at `step` writes the later ones, and its test record, again."""
+        at `step` writes the later ones, and its test and cost records, again."""
         if not self.enabled or not self.path.is_file():
             return
         kept = [record for record in read_metrics(self.path, latest=False)
-                if record["split"] != "test" and record["step"] <= step]
+                if record["split"] not in AFTER_TRAINING and record["step"] <= step]
         write_text_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
 
 
@@ -98,6 +105,39 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
     lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def mean_std(values: Sequence[float]) -> str:
+    """"m ± s" (sample standard deviation) of several values, the value alone for one."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def seed_summary(rows: Sequence[Mapping[str, Any]], seeds: int) -> list[dict[str, Any]]:
+    """One row per model from the results rows of `seeds` seeds (seed after seed, the models in
+    the same order in each): its seeds, dev and test metrics as mean ± std, steps and times as
+    means, the peak memory as the largest, what stopped the runs as counts."""
+    per_seed = len(rows) // seeds
+    summary = []
+    for slot in range(per_seed):
+        runs = rows[slot::per_seed]
+        row: dict[str, Any] = {"model": runs[0]["model"], "dataset": runs[0]["dataset"],
+                               "seeds": ",".join(str(run["seed"]) for run in runs),
+                               "params": runs[0]["params"]}
+        stopped = collections.Counter(run["stopped by"] for run in runs)
+        for key in runs[0]:
+            values = [run[key] for run in runs]
+            if key.startswith(("dev ", "test ")):
+                row[key] = mean_std(values)
+            elif key in ("steps", "train s", "encode sent/s"):
+                row[key] = round(statistics.mean(values))
+            elif key == "stopped by":
+                row[key] = ", ".join(f"{why} {n}/{seeds}" for why, n in stopped.items())
+            elif key == "train peak MiB":
+                row[key] = max(values)
+        summary.append(row)
+    return summary
 
 
 def write_results(workdir: str | os.PathLike, title: str, rows: Sequence[Mapping[str, Any]],

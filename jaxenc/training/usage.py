@@ -87,6 +87,7 @@ MEANINGS: dict[str, str] = {
     "train.eval_every": "steps between dev evaluations (0: once per epoch)",
     "train.log_every": "steps between train-loss records in metrics.jsonl",
     "train.seed": "seed of initialisation, shuffling and carved splits",
+    "train.seeds": "train each model with this many seeds from train.seed (mean ± std)",
     "train.patience": "stop after this many evaluations without gain (0: never)",
     "train.patience_min_epochs": "with patience, wait this many epochs after the best (0: off)",
     "train.progress_bar": "show a progress bar (on a terminal only)",
@@ -104,7 +105,8 @@ MEANINGS: dict[str, str] = {
 
 _WIDTH = 100      # of the help text
 _KEY_COLUMN = 40  # where meanings start
-_SECTIONS = ("model", "task", "data", "optim", "train", "checkpoint", "showcase", "baselines")
+_SECTIONS = ("model", "task", "data", "optim", "train", "checkpoint", "showcase", "baselines",
+             "recipes")
 
 
 def _cut(text: str, pattern: str) -> str:
@@ -251,6 +253,11 @@ def help_text(config: ml_collections.ConfigDict, source: str | None = None) -> s
                          "(as model.KEY)")
             for name, model in value.items():
                 parts += _model_lines(f"baselines.{name}", model)
+        elif section == "recipes":
+            parts.append("  NAME.SECTION.KEY: baselines.NAME's own value of SECTION.KEY (its "
+                         "family's recipe)")
+            parts += [_line(key, item, "this baseline's own value") for key, item in
+                      _flat(value, "recipes.")]
         else:
             parts += [_line(key, item, MEANINGS.get(key, ""))
                       for key, item in _flat(value, f"{section}.")]

@@ -106,6 +106,7 @@ RULES: dict[str, Rule] = {
     "train.eval_every": count("once per epoch"),
     "train.log_every": POSITIVE_INT,
     "train.seed": NON_NEGATIVE_INT,
+    "train.seeds": POSITIVE_INT,
     "train.patience": count("no early stopping"),
     "train.patience_min_epochs": NON_NEGATIVE_REAL,
     "train.samples": count("no samples"),
