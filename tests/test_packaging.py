@@ -1,6 +1,6 @@
-"""Packaging: only `jaxenc` is installed (no top-level `train` / `eval` packages to collide with
-others of that name), the console scripts resolve, and the library imports without the
-repository's entry-point packages (run from outside the checkout)."""
+"""Packaging: `jaxenc`, and `train` with its config files (the presets `jaxenc-train
+--config=NAME` finds from any folder), are installed, not `eval` or the tests; the console
+scripts resolve, and the library and the presets import from outside the checkout."""
 
 import importlib
 import subprocess
@@ -13,10 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 
-def test_only_jaxenc_is_installed_and_console_scripts_resolve():
+def test_jaxenc_and_the_configs_are_installed_and_console_scripts_resolve():
     options = read_configuration(REPO / "setup.cfg")["options"]
-    assert options["packages"] and all(p == "jaxenc" or p.startswith("jaxenc.")
-                                       for p in options["packages"])
+    packages = set(options["packages"])
+    assert "jaxenc" in packages and {"train", "train.configs"} <= packages
+    assert all(p.startswith("jaxenc.") for p in packages - {"jaxenc", "train", "train.configs"})
     scripts = dict(line.split(" = ") for line in options["entry_points"]["console_scripts"])
     assert set(scripts) == {"jaxenc-train", "jaxenc-eval", "jaxenc-compare"}
     for target in scripts.values():
@@ -27,8 +28,9 @@ def test_only_jaxenc_is_installed_and_console_scripts_resolve():
 def test_the_library_imports_outside_the_checkout(tmp_path):
     code = ("import jaxenc.training.main, jaxenc.training.compare, jaxenc.evaluation.transfer, "
             "jaxenc.configs\n"
-            "try:\n    import train\nexcept ModuleNotFoundError:\n    print('no train')\n")
+            "from jaxenc.training.main import preset_folder\n"
+            "print(preset_folder().relative_to(preset_folder().parents[1]))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "no train"
+    assert result.stdout.strip() == "train/configs"

@@ -798,7 +798,7 @@ def test_main_refuses_a_workdir_of_another_config_in_one_line(finished_run):
     (["--config=train/configs/default.py", "--config.optim.nme=adam"],
      "did you mean --config.optim.name?"),
     (["--config=train/configs/base.py:lstm,trec"], "unknown model 'lstm'"),
-    (["--config=train/configs/missing.py"], "No such file or directory"),
+    (["--config=train/configs/missing.py"], "no preset named 'missing'"),
 ])
 def test_main_reports_bad_config_files_and_keys_in_one_line(tmp_path, args, message):
     assert message in _main_error(*args, f"--workdir={tmp_path}")

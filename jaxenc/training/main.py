@@ -8,9 +8,12 @@ Usage (installed: `jaxenc-train` instead of `python -m train.main`):
       --config.optim.learning_rate=0.1 --config.train.num_steps=500
 
 Flags:
-  --config=FILE[:ARG]   a config file from train/configs (its get_config(ARG)); base.py takes
-                        "MODEL,DATASET" (the models and datasets are listed below). default.py
-                        is the main job: the embedded synthetic dataset, no data folder needed.
+  --config=FILE[:ARG]   a config file (its get_config(ARG)), by path or, from any folder, by
+                        the name of one of train/configs (`--config=disan_trec`; the presets
+                        are listed below). base takes "MODEL,DATASET" (the models and datasets
+                        are listed below); compare "DATASET[,single|pair][,MODEL,...]" trains
+                        every encoder at its family's recipe (your own files: DATASET "files");
+                        default is the main job: the embedded synthetic dataset.
   --config.SECTION.KEY=VALUE
                         overrides one value; every key is listed below with its default
                         (with --config=FILE --help: with that file's values).
@@ -41,6 +44,7 @@ import logging
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import NoReturn
 
@@ -101,6 +105,54 @@ def _config_source(arguments: list[str]) -> str | None:
     return source
 
 
+PRESETS = "train.configs"  # the package of the config files, installed with jaxenc
+
+
+def preset_folder() -> Path | None:
+    """The folder of the installed config files (`PRESETS`), None when it is not importable."""
+    try:
+        spec = importlib.util.find_spec(PRESETS)
+    except ModuleNotFoundError:
+        return None
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def preset_names() -> list[str]:
+    """The config files a --config may name without a path: every public file of `PRESETS`."""
+    folder = preset_folder()
+    return sorted(path.stem for path in folder.glob("*.py")
+                  if not path.stem.startswith("_")) if folder else []
+
+
+def resolved_source(source: str) -> str:
+    """--config's FILE[:ARG] with FILE an existing path: a path as given when it exists, else
+    the preset's file when FILE is a preset's name (`disan_trec`, `compare.py`) or a path
+    train/configs/NAME.py given from another folder; else exits with one line listing the
+    presets."""
+    path, colon, arg = source.partition(":")
+    if Path(path).is_file():
+        return source
+    name = Path(path).name.removesuffix(".py")
+    folder = preset_folder()
+    named = path in (name, f"{name}.py") or Path(path).parent.as_posix() == "train/configs"
+    if folder and named and name in preset_names():
+        return f"{folder / name}.py{colon}{arg}"
+    cli.fail(f"--config={source}: no file {path} in {Path.cwd()} and no preset named {name!r} "
+             f"(fix: give a config file's path, or a preset: {', '.join(preset_names())})")
+
+
+def _with_resolved_config(argv: list[str]) -> list[str]:
+    """`argv` with the value of its --config flag made a path (`resolved_source`)."""
+    argv, arguments = list(argv), _flag_arguments(argv)
+    for index, argument in enumerate(arguments, start=1):
+        found = _CONFIG_FLAG.match(argument)
+        if found and found.group(1):
+            argv[index] = argument[:found.end()] + resolved_source(argument[found.end():])
+        elif found and index < len(arguments):
+            argv[index + 1] = resolved_source(argv[index + 1])
+    return argv
+
+
 def _load_config(source: str) -> ml_collections.ConfigDict:
     """The config of --config=`source` without its overrides; a config file that fails to load
     exits with its one-line error."""
@@ -130,7 +182,10 @@ def _help(arguments: list[str]) -> str:
 
     source = _config_source(arguments)
     config = _load_config(source) if source else configs.get_config()
-    return (f"{__doc__}\n{usage.help_text(config, source)}\n\n"
+    presets = textwrap.fill(", ".join(preset_names()), 100, initial_indent="  ",
+                            subsequent_indent="  ")
+    return (f"{__doc__}\nPresets (--config=NAME[:ARG]):\n{presets}\n\n"
+            f"{usage.help_text(config, source)}\n\n"
             "absl's own flags (logging, --flagfile, ...): --helpfull")
 
 
@@ -153,6 +208,7 @@ def _unknown_override(arguments: list[str]) -> str | None:
 def _parse_flags(argv: list[str]) -> list[str]:
     """absl's flag parsing, with --help and --helpfull printed here (exit status 0) and every
     error in one line (exit status 2)."""
+    argv = _with_resolved_config(argv)
     arguments = _flag_arguments(argv)
     if _HELP & set(arguments):
         _show(_help(arguments))
