@@ -17,8 +17,14 @@ The extension points are what the encoders need beyond the plain Transformer:
 - sparse keys: `key_index` int[(B,) Lq, Kn] lists the Kn memory positions each query may attend
   (PhraseTransformer phase 2's neighbour lists); K and V are projected once and gathered per
   query, so scores, mask and weights are [B, H, Lq, Kn] instead of [B, H, Lq, Lk].
-The attention weights are sown into the "intermediates" collection as `attention_weights`
-[B, H, Lq, Lk] (`jaxenc.viz` reads them with `mutable=["intermediates"]`; free otherwise).
+Where the normaliser is the plain masked softmax, no dropout falls on the weights and the keys
+are dense, `implementation="auto"` computes the heads with `jax.nn.dot_product_attention` (XLA's
+attention on CPU and TPU, cuDNN's fused kernel on NVIDIA GPUs where it applies), the score bias
+passed as its additive bias; a query row with no valid key gives zeros, as the masked softmax
+does. "einsum" always takes the path above; "fused" refuses a call the fused path cannot compute
+exactly. The attention weights are computed, and sown into the "intermediates" collection as
+`attention_weights` [B, H, Lq, Lk], only when that collection is mutable (`init`; `jaxenc.viz`
+reads them with `mutable=["intermediates"]`): then the einsum path runs.
 Masks follow `jaxenc.layers.masks` (any object with `rows`/`matrix`, or a bool array).
 Mixed precision: projections and products run in `dtype`, scores are normalised in float32.
 """
@@ -41,6 +47,7 @@ ScoreBias = Callable[[jax.Array], jax.Array]
 """query heads [B, Lq, H, d_k] -> additive scores [B, H, Lq, Lk]."""
 Normalizer = Callable[[jax.Array, jax.Array], jax.Array]
 """(scores [B, H, Lq, Lk], mask bool broadcastable to it) -> attention weights."""
+IMPLEMENTATIONS = ("auto", "fused", "einsum")
 
 
 def gather_rows(values: jax.Array, index: jax.Array) -> jax.Array:
@@ -63,6 +70,7 @@ class MultiHeadAttention(nn.Module):
       head_activation: activation on each head's weighted sum (PhraseTransformer: "sigmoid").
       normalizer: scores -> weights (default `masked_softmax` over keys).
       dropout_rate: dropout on the attention weights (training only).
+      implementation: "auto", "fused" or "einsum" (module docstring).
       dtype: computation dtype (parameters stay float32).
     """
 
@@ -74,6 +82,7 @@ class MultiHeadAttention(nn.Module):
     head_activation: str = "linear"
     normalizer: Normalizer = masked_softmax
     dropout_rate: float = 0.0
+    implementation: str = "auto"
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -97,21 +106,52 @@ class MultiHeadAttention(nn.Module):
 
         query, key = project("query", queries), project("key", memory)
         value = project("value", memory)
-        keys = "bkhd"  # the key axes of K and V: shared by all queries, or gathered per query
-        if key_index is not None:
-            key, value, keys = gather_rows(key, key_index), gather_rows(value, key_index), "bqkhd"
-        scores = jnp.einsum(f"bqhd,{keys}->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
-        scores = scores.astype(jnp.float32)
-        if score_bias is not None:
-            scores = scores + score_bias(query)
-        valid = as_mask(mask).matrix(queries.shape[1], scores.shape[-1])
-        weights = self.normalizer(scores, valid[:, None])
-        self.sow("intermediates", "attention_weights", weights)
-        weights = nn.Dropout(self.dropout_rate)(weights, deterministic=not train)
-        heads = jnp.einsum(f"bhqk,{keys}->bqhd", weights.astype(self.dtype), value)
+        if self._fused(train, key_index):
+            valid = as_mask(mask).matrix(queries.shape[1], memory.shape[1])
+            heads = jax.nn.dot_product_attention(
+                query, key, value, None if score_bias is None else score_bias(query),
+                valid[:, None])
+            # a row with no valid key: zeros, as the masked softmax gives (not the mean of V)
+            heads = heads * jnp.any(valid, axis=-1)[:, :, None, None].astype(heads.dtype)
+        else:
+            heads = self._einsum_heads(query, key, value, mask, train, score_bias, key_index)
         heads = get_activation(self.head_activation)(heads)
         if not self.output_projection:
             return heads.reshape(*heads.shape[:-2], features)
         return nn.DenseGeneral(self.out_features or queries.shape[-1], axis=(-2, -1),
                                dtype=self.dtype, kernel_init=DEFAULT_KERNEL_INIT,
                                name="out")(heads)
+
+    def _einsum_heads(self, query: jax.Array, key: jax.Array, value: jax.Array,
+                      mask: Mask | jax.Array, train: bool, score_bias: ScoreBias | None,
+                      key_index: jax.Array | None) -> jax.Array:
+        """The heads [B, Lq, H, d_k] of the projected query [B, Lq, H, d_k], key and value
+        [B, Lk, H, d_k] through scores, the normaliser (weights sown) and dropout."""
+        keys = "bkhd"  # the key axes of K and V: shared by all queries, or gathered per query
+        if key_index is not None:
+            key, value, keys = gather_rows(key, key_index), gather_rows(value, key_index), "bqkhd"
+        head_dim = query.shape[-1]
+        scores = jnp.einsum(f"bqhd,{keys}->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
+        scores = scores.astype(jnp.float32)
+        if score_bias is not None:
+            scores = scores + score_bias(query)
+        valid = as_mask(mask).matrix(query.shape[1], scores.shape[-1])
+        weights = self.normalizer(scores, valid[:, None])
+        self.sow("intermediates", "attention_weights", weights)
+        weights = nn.Dropout(self.dropout_rate)(weights, deterministic=not train)
+        return jnp.einsum(f"bhqk,{keys}->bqhd", weights.astype(self.dtype), value)
+
+    def _fused(self, train: bool, key_index: jax.Array | None) -> bool:
+        """Whether this call takes `jax.nn.dot_product_attention` (module docstring); never
+        while the "intermediates" collection is mutable (`init`, `jaxenc.viz`): the weights
+        are sown then."""
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"implementation={self.implementation!r} is not one of "
+                             f"{', '.join(IMPLEMENTATIONS)}")
+        exact = (self.normalizer is masked_softmax and key_index is None
+                 and (self.dropout_rate == 0.0 or not train))
+        if self.implementation == "fused" and not exact:
+            raise ValueError("implementation='fused' needs the masked softmax, dense keys and no "
+                             "dropout on the attention weights")
+        return (exact and self.implementation != "einsum"
+                and not self.is_mutable_collection("intermediates"))

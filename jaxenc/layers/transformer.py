@@ -102,6 +102,7 @@ class EncoderBlock(nn.Module):
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
     pre_norm: bool = False
+    attention_impl: str = "auto"  # MultiHeadAttention.implementation
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -112,7 +113,8 @@ class EncoderBlock(nn.Module):
         attention_norm = nn.LayerNorm(dtype=self.dtype, name="attention_norm")
         ffn_norm = nn.LayerNorm(dtype=self.dtype, name="ffn_norm")
         attention = MultiHeadAttention(self.num_heads, dropout_rate=self.attention_dropout_rate,
-                                       dtype=self.dtype, name="self_attention")
+                                       implementation=self.attention_impl, dtype=self.dtype,
+                                       name="self_attention")
         ffn = FeedForward(self.ff_features, self.dropout_rate, self.dtype, name="ffn")
         if self.pre_norm:
             normed = attention_norm(x)

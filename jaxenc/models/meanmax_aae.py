@@ -68,7 +68,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxenc.data.vocab import EOS
-from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention
+from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, IMPLEMENTATIONS, MultiHeadAttention
 from jaxenc.layers.masks import (
     Mask,
     PaddingMask,
@@ -109,9 +109,11 @@ class MeanMaxAAEConfig(EncoderConfig):
       end_token: the encoder appends </s> (id EOS) after the last word of every non-empty
         input and reads and pools it (paper section 3.1; the code, at training and at encode
         time: module docstring); False reads the words only.
+      attention: "auto", "einsum" or "fused": how every attention is computed (as the
+        Transformer's `attention`; the same function).
     """
 
-    BEFORE_OPTION = {"end_token": False}
+    BEFORE_OPTION = {"end_token": False, "attention": "einsum"}
 
     freeze_embeddings: bool = True
     model_dim: int = 2048
@@ -123,10 +125,13 @@ class MeanMaxAAEConfig(EncoderConfig):
     relu_projections: bool = True
     pooling: str = "meanmax"
     end_token: bool = True
+    attention: str = "auto"
 
     def validate(self) -> None:
         require(self.pooling in POOLINGS, "pooling", self.pooling,
                 f"is not one of {', '.join(POOLINGS)}", "meanmax")
+        require(self.attention in IMPLEMENTATIONS, "attention", self.attention,
+                f"is not one of {', '.join(IMPLEMENTATIONS)}", "auto")
         require(self.positions in POSITIONS, "positions", self.positions,
                 f"is not one of {', '.join(POSITIONS)}", "sinusoidal")
         require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
@@ -166,8 +171,8 @@ def _attention(cfg: MeanMaxAAEConfig, name: str, queries: jax.Array, memory: jax
     return MultiHeadAttention(
         cfg.num_heads, qkv_features=cfg.model_dim, output_projection=False,
         projection_activation="relu" if cfg.relu_projections else "linear",
-        dropout_rate=cfg.dropout_rate, dtype=cfg.compute_dtype, name=name)(
-        queries, memory, mask, train=train)
+        dropout_rate=cfg.dropout_rate, implementation=cfg.attention, dtype=cfg.compute_dtype,
+        name=name)(queries, memory, mask, train=train)
 
 
 def _cached_attention(cfg: MeanMaxAAEConfig, name: str) -> CachedAttention:

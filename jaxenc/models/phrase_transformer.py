@@ -96,7 +96,7 @@ class PhraseTransformerConfig(TransformerSizes):
         (eq. 1).
     """
 
-    BEFORE_OPTION = {"decoder_memory": "nodes"}
+    BEFORE_OPTION = {**TransformerSizes.BEFORE_OPTION, "decoder_memory": "nodes"}
 
     hypernodes: str = "ngram"
     k: int = 2
@@ -160,7 +160,8 @@ class PhraseTransformerLayer(nn.Module):
 
         pairs = valid[..., :, None] & valid[..., None, :]
         attended = MultiHeadAttention(cfg.num_heads, dropout_rate=cfg.attention_dropout_rate,
-                                      dtype=cfg.compute_dtype, name="attention")(
+                                      implementation=cfg.attention, dtype=cfg.compute_dtype,
+                                      name="attention")(
             nodes, nodes, pairs, train=train)  # phase 1, eq. 2-3
         nodes = sublayer(nodes, attended, "attention_norm")
         graph, cls = nodes[:, :-1], nodes[:, -1:]

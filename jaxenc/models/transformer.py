@@ -15,7 +15,7 @@ from collections.abc import Callable
 import flax.linen as nn
 import jax
 
-from jaxenc.layers.attention import ScoreBias
+from jaxenc.layers.attention import IMPLEMENTATIONS, ScoreBias
 from jaxenc.layers.masks import PaddingMask, length_mask, masked_max, masked_mean
 from jaxenc.layers.transformer import EncoderBlock, input_stage
 from jaxenc.models.config import EncoderConfig, require
@@ -38,7 +38,13 @@ class TransformerSizes(EncoderConfig):
       ff_dim: hidden width of each layer's feed-forward network.
       dropout_rate: dropout on each sublayer's output, before its residual sum.
       attention_dropout_rate: dropout on the attention weights.
+      attention: "auto" computes each self-attention with `jax.nn.dot_product_attention` (cuDNN's
+        fused kernel on NVIDIA GPUs) where that is exact (no dropout on the weights), "einsum"
+        always with explicit scores and weights, "fused" requires the former
+        (`jaxenc.layers.attention`); all three compute the same function.
     """
+
+    BEFORE_OPTION = {"attention": "einsum"}  # a run saved before the option resumes exactly
 
     model_dim: int = 300
     num_layers: int = 2
@@ -46,6 +52,7 @@ class TransformerSizes(EncoderConfig):
     ff_dim: int = 600
     dropout_rate: float = 0.1
     attention_dropout_rate: float = 0.0
+    attention: str = "auto"
     # Vaswani et al. multiply the embeddings by sqrt(model_dim). Off by default, the encoders'
     # papers say nothing of it; then small word vectors (U(-0.05, 0.05), 50-d GloVe projected to
     # 300) are dwarfed by the positions and every sentence starts out nearly the same vector.
@@ -62,6 +69,8 @@ class TransformerSizes(EncoderConfig):
     def validate(self) -> None:
         require(self.layer_norm in LAYER_NORMS, "layer_norm", self.layer_norm,
                 f"is not one of {', '.join(LAYER_NORMS)}", "post")
+        require(self.attention in IMPLEMENTATIONS, "attention", self.attention,
+                f"is not one of {', '.join(IMPLEMENTATIONS)}", "auto")
         require(self.model_dim % self.num_heads == 0, "model_dim", self.model_dim,
                 f"is not divisible by model.num_heads={self.num_heads}",
                 self.num_heads * max(1, self.model_dim // self.num_heads))
@@ -100,6 +109,7 @@ def encoder_stack(x: jax.Array, lengths: jax.Array, sizes: TransformerSizes, *, 
     for layer in range(sizes.num_layers):
         x = EncoderBlock(sizes.num_heads, sizes.ff_dim, sizes.dropout_rate,
                          sizes.attention_dropout_rate, pre_norm=pre_norm,
+                         attention_impl=sizes.attention,
                          dtype=sizes.compute_dtype, name=f"layer_{layer}")(
             x, attention_mask, train=train,
             score_bias=None if score_bias is None else score_bias(layer, x))
