@@ -114,7 +114,7 @@ def test_a_preset_name_finds_its_config_file_from_another_folder(tmp_path):
     shown = _run([*command, "--config=disan_trec", "--help"], cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     text = " ".join(shown.stdout.split())
-    assert re.search(r"with the values of --config=\S*train/configs/disan_trec\.py:", text)
+    assert re.search(r"with the values of --config=\S*/train/configs/disan_trec\.py:", text)
     assert "model.keep_prob=0.7 " in text  # the preset's value, not the default
     wrong = _run([*command, "--config=disan_trce", "--workdir=run"], cwd=tmp_path)
     assert wrong.returncode == 2 and not (tmp_path / "run").exists()

@@ -241,7 +241,8 @@ def help_text(config: ml_collections.ConfigDict, source: str | None = None) -> s
         "Optimisers (--config.optim.name):", names(OPTIMIZERS), ""]
     where = (f"the values of --config={source}" if source else
              "the defaults of --config=train/configs/base.py:bag,trec")
-    parts.append(textwrap.fill(f"Config keys (--config.SECTION.KEY=VALUE), with {where}:", _WIDTH))
+    parts.append(textwrap.fill(f"Config keys (--config.SECTION.KEY=VALUE), with {where}:", _WIDTH,
+                               break_on_hyphens=False, break_long_words=False))  # a whole path
     order = {section: index for index, section in enumerate(_SECTIONS)}
     for section in sorted(config.keys(), key=lambda name: order.get(name, len(order))):
         value = config[section]
