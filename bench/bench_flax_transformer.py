@@ -135,8 +135,15 @@ def markdown(rows: list[dict], args, load: tuple[float, float]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parameter_count(model: nn.Module, length: int = 4) -> int:
+    """The number of trainable parameters of `model` (sizes of a like-for-like comparison)."""
+    tokens, lengths = jnp.zeros((1, length), jnp.int32), jnp.full((1,), length, jnp.int32)
+    params = jax.eval_shape(lambda: model.init(jax.random.key(0), tokens, lengths, train=False))
+    return sum(int(np.prod(leaf.shape)) for leaf in jax.tree.leaves(params))
+
+
 @cli.reports_errors
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=parse_ints, default=[16, 32, 64],
                         help="sentence lengths (comma-separated)")
@@ -147,7 +154,7 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, default=0.1,
                         help="dropout on the inputs and sublayer outputs of both encoders")
     parser.add_argument("--out", type=Path, help="also write the markdown report here")
-    measure_and_report(measure, markdown, parser.parse_args())
+    return measure_and_report(measure, markdown, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -219,9 +219,6 @@ def test_correlations_and_f1_match_loops():
                 for w in values]
 
     rank_x, rank_y = average_ranks(x), average_ranks(y)  # the tie in x gets rank 2.5
-    np.testing.assert_allclose(metrics.average_ranks(x), rank_x)
-    ties = np.array([3, 1, 3, 3, 0, 1])
-    np.testing.assert_allclose(metrics.average_ranks(ties), average_ranks(ties))
     assert metrics.spearman(x, y) == pytest.approx(metrics.pearson(rank_x, rank_y))
     assert metrics.spearman(x, y) == pytest.approx(scipy.stats.spearmanr(x, y).statistic)
     assert metrics.mean_squared_error(x, y) == pytest.approx(np.mean([(a - b) ** 2 for a, b in

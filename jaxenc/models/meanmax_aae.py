@@ -145,11 +145,6 @@ class MeanMaxAAEConfig(EncoderConfig):
                 "is not True or False", True)
         super().validate()
 
-    @property
-    def num_slots(self) -> int:
-        """S, the memory slots: 2 for mean-max pooling, 1 for the ablations."""
-        return 2 if self.pooling == "meanmax" else 1
-
 
 def _inputs(cfg: MeanMaxAAEConfig, tokens: jax.Array, vocab_size: int, *, train: bool,
             word_table: jax.Array | None = None, first_position: jax.Array | int = 0,

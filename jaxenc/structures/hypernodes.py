@@ -20,11 +20,6 @@ from jaxenc.errors import ConfigError
 from jaxenc.structures.trees import DependencyTree
 
 
-def num_ngram_hypernodes(bucket_length: int, k: int) -> int:
-    """m = sum_{l=2..k} (L - l + 1): the number of n-gram hypernodes of bucket length L."""
-    return sum(bucket_length - size + 1 for size in range(2, k + 1))
-
-
 def ngram_spans(bucket_length: int, k: int) -> np.ndarray:
     """int32[m, 2]: (start, end inclusive) of every n-gram hypernode, by length then start."""
     if k < 2 or bucket_length < k:

@@ -30,11 +30,6 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(scipy.stats.pearsonr(x, y).statistic) if _varies(x) and _varies(y) else 0.0
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks of `values` [N]; tied values share the mean of their ranks."""
-    return scipy.stats.rankdata(values, method="average")
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman rank correlation (scipy.stats.spearmanr; ties get their average rank); 0 when
     either side is constant."""

@@ -32,11 +32,6 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
 
-def is_sealed(folder: str | os.PathLike) -> bool:
-    """Whether `folder` has its manifest."""
-    return (Path(folder) / MANIFEST_FILE).is_file()
-
-
 def seal(folder: str | os.PathLike) -> None:
     """Writes the manifest of a complete checkpoint folder: {relative path: [size, sha256]}."""
     folder = Path(folder)
