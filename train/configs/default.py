@@ -14,7 +14,7 @@ Unlike compare.py's family recipes (chosen on TREC and SICK-R with 50-d GloVe ve
 model's own sizes), every model here has one small shared setting, so that the whole job takes
 minutes on two CPU cores: 64-d random embeddings (the synthetic words have no GloVe vectors),
 width 64, Adam 3e-3 with clipping and a 100-step warm-up, no L2, batch 64 in buckets of 16 and 32
-tokens, a dev evaluation every epoch and a fixed budget of 12 epochs (the best dev checkpoint is
+tokens, a dev evaluation every epoch and a fixed budget of 10 epochs (the best dev checkpoint is
 tested). Each model's own
 settings: DiSAN d_h 64, dropout keep 0.9; PSAN d 64, dense phrase attention (compiles in
 seconds; the packed default pays off on long sentences, not here); the Transformer family
@@ -56,7 +56,7 @@ def get_config():
                              clip_norm=5.0))
     # a fixed budget: models sit at chance for several epochs before they learn the rule, so
     # early stopping (compare.py's patience) would end some of them there
-    config.train.update(dict(epochs=12, patience=0, log_every=20))
+    config.train.update(dict(epochs=10, patience=0, log_every=20))
     config.checkpoint.every = 300  # steps; evaluation (and the best checkpoint) every epoch
     baselines = dict(
         psan=base.model_config("psan", embed_dim=EMBED_DIM, model_dim=WIDTH, keep_prob=0.9,
