@@ -855,8 +855,9 @@ def write_report(workdir: Path, rows: Sequence[dict[str, Any]], seeds: int = 1) 
     report.plot_curves(records, metric, workdir / report.CURVES_FILE)
     per_run = [{k: v for k, v in row.items() if k not in ("workdir", "notes")} for row in rows]
     title = f"{rows[0]['dataset']}: {', '.join(row['model'] for row in first_seed)}"
-    notes = [f"Best dev checkpoint of each model, evaluated on test; train s: training steps "
-             f"alone; encode sent/s: `encode(list_of_str)` of test sentences end to end "
+    notes = [f"Best dev checkpoint of each model, evaluated on test; train s: the training "
+             f"steps, their compiling included; encode sent/s (the train command's): "
+             f"`encode(list_of_str)` of test sentences end to end "
              f"(tokenise, parse, bucket, run). Curves: {report.CURVES_FILE}; per-step metrics: "
              f"{report.METRICS_FILE} in each run's workdir.",
              *(f"{row['model']}: {note}" for row in rows for note in row["notes"])]
