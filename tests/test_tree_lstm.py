@@ -1,7 +1,10 @@
 """Child-Sum Tree-LSTM against a recursive reference of Tai et al.'s eqs. 2-8 on real UD English-EWT
 trees (one deeper than the `levels` clip, and a chain as deep as its bucket), values and gradients;
-padding, batch order, one compile per bucket, bfloat16, configuration errors, every
-single/pair/relatedness dataset's base config, the SICK configs on real data, and `train.main`."""
+`child_sum_levels` against a node-by-node float64 reference at every sweep count (a depth on a
+count's boundary, one past it, a path through all L nodes), empty rows and batches, one compile
+whatever the depths; padding, batch order, one compile per bucket, bfloat16, configuration errors,
+every single/pair/relatedness dataset's base config, the SICK configs on real data, and
+`train.main`."""
 
 import functools
 import importlib
@@ -267,6 +270,159 @@ def test_node_depths_are_exact_beyond_the_levels_clip(deep_sentence):
     np.testing.assert_array_equal(depths[0, n + 1:], -1)
     np.testing.assert_array_equal(depths[1], -1)
 
+
+# ---- child_sum_levels against eqs. 2-8 node by node (numpy, float64) -----------------------------
+
+SWEEP_LENGTH, D = 32, 5  # sweep counts 8, 16, 32
+
+
+def tree_depths(heads: np.ndarray) -> np.ndarray:
+    """Arcs from each node up to the [root] node, walking up; -1 for padding and empty rows."""
+    depths = np.full(heads.shape, -1, np.int32)
+    depths[np.any(heads >= 0, axis=1), 0] = 0
+    for b, j in zip(*np.nonzero(heads >= 0), strict=True):
+        k, depths[b, j] = j, 0
+        while heads[b, k] >= 0:
+            k, depths[b, j] = heads[b, k], depths[b, j] + 1
+    return depths
+
+
+def random_tree(num_words: int, max_depth: int, rng) -> tuple[int, ...]:
+    """1-based heads of a random tree at most max_depth deep: words join in a random order, the
+    first under the [root] node, each other under a word already in."""
+    while True:
+        order = rng.permutation(np.arange(1, num_words + 1))
+        heads = np.zeros(num_words + 1, int)
+        for i, k in enumerate(order[1:], start=1):
+            heads[k] = rng.choice(order[:i])
+        if tree_depths(np.array([[-1, *heads[1:]]])).max() <= max_depth:
+            return tuple(int(head) for head in heads[1:])
+
+
+def heads_batch(trees: list[tuple[int, ...]]) -> np.ndarray:
+    """int32[len(trees), SWEEP_LENGTH]: [root] node 0 (head -1), word k at node k; an empty tree
+    is a row of length 0."""
+    heads = np.full((len(trees), SWEEP_LENGTH), -1, np.int32)
+    for row, tree in enumerate(trees):
+        if tree:
+            heads[row, 1:len(tree) + 1] = tree
+    return heads
+
+
+def reference_states(x_iou, x_f, u_iou, u_f, heads) -> tuple[np.ndarray, np.ndarray]:
+    """(h, c) [B, L, d] of eqs. 2-8, one node at a time after its children; zeros on padding."""
+    h, c = np.zeros(x_f.shape), np.zeros(x_f.shape)
+    for b in range(heads.shape[0]):
+
+        def visit(j, b=b):
+            children = np.flatnonzero(heads[b] == j)
+            for k in children:
+                visit(k)
+            gates = x_iou[b, j] + h[b, children].sum(axis=0) @ u_iou  # eqs. 2, 3, 5, 6
+            i, o, u = sigmoid(gates[:D]), sigmoid(gates[D:2 * D]), np.tanh(gates[2 * D:])
+            c[b, j] = i * u
+            for k in children:
+                c[b, j] += sigmoid(x_f[b, k] + h[b, k] @ u_f) * c[b, k]  # eqs. 4, 7
+            h[b, j] = o * np.tanh(c[b, j])  # eq. 8
+
+        if np.any(heads[b] >= 0):
+            visit(0)
+    return h, c
+
+
+@pytest.fixture(scope="module")
+def sweep_batches() -> list[np.ndarray]:
+    """heads int32[4, 32] of three batches whose deepest nodes lie 7, 8 and 31 arcs down: 8
+    sweeps exactly, one more than 8, and a path through all 32 nodes; each has an empty row."""
+    rng = np.random.default_rng(5)
+    return [heads_batch([chain(7).heads, random_tree(12, 7, rng), (), random_tree(4, 7, rng)]),
+            heads_batch([random_tree(20, 7, rng), (), chain(8).heads, random_tree(30, 8, rng)]),
+            heads_batch([random_tree(25, 30, rng), chain(SWEEP_LENGTH - 1).heads, (),
+                         random_tree(31, 30, rng)])]
+
+
+def level_inputs(heads: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Random x_iou [B, L, 3d], x_f [B, L, d], u_iou [d, 3d], u_f [d, d] (float64)."""
+    rng = np.random.default_rng(seed)
+    nodes = heads.shape
+    return [rng.normal(size=(*nodes, 3 * D)), rng.normal(size=(*nodes, D)),
+            rng.normal(size=(D, 3 * D)) / np.sqrt(D), rng.normal(size=(D, D)) / np.sqrt(D)]
+
+
+def state_loss(xp, h, c):
+    """Weighs every coordinate of h and c differently (xp: numpy or jax.numpy)."""
+    return xp.sum(xp.sin(xp.arange(h.size).reshape(h.shape)) * h) + xp.sum(
+        xp.cos(xp.arange(c.size).reshape(c.shape)) * c)
+
+
+def levels_loss(x_iou, x_f, u_iou, u_f, heads, depth):
+    return state_loss(jnp, *tree_lstm.child_sum_levels(x_iou, x_f, u_iou, u_f, heads, depth))
+
+
+def test_sweep_counts_double_from_eight_up_to_the_length():
+    assert tree_lstm.sweep_counts(SWEEP_LENGTH) == (8, 16, 32)
+    assert tree_lstm.sweep_counts(72) == (8, 16, 32, 64, 72)
+    assert tree_lstm.sweep_counts(8) == (8,)
+    assert tree_lstm.sweep_counts(5) == (5,)
+
+
+def test_levels_equal_the_node_by_node_reference_at_every_sweep_count(sweep_batches):
+    """Values and directional derivatives (central differences of the reference) in float64."""
+    assert [tree_depths(heads).max() + 1 for heads in sweep_batches] == [8, 9, 32]
+    with jax.enable_x64(True):
+        value_and_grad = jax.jit(jax.value_and_grad(levels_loss, argnums=(0, 1, 2, 3)))
+        for seed, heads in enumerate(sweep_batches):
+            inputs = level_inputs(heads, seed)
+            h, c = reference_states(*inputs, heads)
+            depth = tree_depths(heads)
+            out_h, out_c = tree_lstm.child_sum_levels(*inputs, heads, depth)
+            np.testing.assert_allclose(out_h, h, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(out_c, c, rtol=1e-12, atol=1e-12)
+            assert np.all(np.abs(h[depth >= 0]) > 0)
+
+            value, grads = value_and_grad(*inputs, heads, depth)
+            np.testing.assert_allclose(value, state_loss(np, h, c), rtol=1e-12)
+            rng, eps = np.random.default_rng(seed), 1e-6
+            for position, grad in enumerate(grads):
+                direction = rng.normal(size=grad.shape)
+                moved = [[*inputs[:position], inputs[position] + step * direction,
+                          *inputs[position + 1:]] for step in (eps, -eps)]
+                numeric = (state_loss(np, *reference_states(*moved[0], heads))
+                           - state_loss(np, *reference_states(*moved[1], heads))) / (2 * eps)
+                np.testing.assert_allclose(np.sum(grad * direction), numeric, rtol=1e-6)
+
+
+def test_levels_compile_once_whatever_the_depths(sweep_batches):
+    """8, 16 and 32 sweeps are branches of one compiled loop, chosen on device."""
+    value_and_grad = jax.jit(jax.value_and_grad(levels_loss, argnums=(0, 1, 2, 3)))
+    for seed, heads in enumerate(sweep_batches):
+        inputs = [np.asarray(a, np.float32) for a in level_inputs(heads, seed)]
+        chex.assert_tree_all_finite(value_and_grad(*inputs, heads, tree_depths(heads)))
+    assert value_and_grad._cache_size() == 1
+
+
+def test_empty_rows_and_an_empty_batch_give_zeros_and_finite_gradients(noisy_params):
+    heads = np.array([[-1, 2, 0, 2], [-1, -1, -1, -1]], np.int32)
+    fields = {"tokens": np.array([[ROOT, 5, 6, 7], [0, 0, 0, 0]], np.int32),
+              "lengths": np.array([4, 0], np.int32), "heads": heads}
+    empty = {"tokens": np.zeros((2, 4), np.int32), "lengths": np.zeros(2, np.int32),
+             "heads": np.full((2, 4), -1, np.int32)}
+    model = build_encoder(model_cfg(), 10)
+    params = noisy_params(model, fields)
+
+    def loss(params, fields):
+        out = model.apply({"params": params}, fields, train=False)
+        return scalar_loss(jnp, out["tokens"], out["sentence"]), out
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss, has_aux=True))
+    (_, out), grads = value_and_grad(params, fields)
+    chex.assert_tree_all_finite(grads)
+    np.testing.assert_array_equal(out["tokens"][1], 0.0)
+    np.testing.assert_array_equal(out["sentence"][1], 0.0)
+    assert np.all(np.abs(out["tokens"][0]).max(-1) > 0)
+    (value, out), grads = value_and_grad(params, empty)
+    assert value == 0.0 and not np.any(out["memory_mask"])
+    jax.tree.map(lambda a: np.testing.assert_array_equal(a, 0.0), (out, grads))
 
 @pytest.mark.parametrize(("field", "value"), [
     ("memory_dim", 0), ("embed_dim", 2.5), ("dtype", "float64"), ("parser", "benepar"),
