@@ -1,6 +1,7 @@
 """Greedy and beam decoding (static shapes, stop at </s>, length penalty), the key/value-cached
 decoders against the full-buffer reference (toy models, the Transformer and Mean-Max AAE
-decoders: the same logits at every position, the same tokens), and sacrebleu BLEU."""
+decoders: the same logits at every position, the same tokens), MultiHeadAttention's decode mode
+against its full-sequence call (both cores, the training parameters), and sacrebleu BLEU."""
 
 import functools
 
@@ -12,6 +13,9 @@ import pytest
 
 from jaxenc.configs import model_config
 from jaxenc.data.vocab import BOS, EOS, PAD
+from jaxenc.layers import attention as attention_module
+from jaxenc.layers.attention import MultiHeadAttention
+from jaxenc.layers.masks import DirectionalMask, length_mask
 from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models.registry import build_encoder, own_decoder
 from jaxenc.tasks import decoding
@@ -276,6 +280,98 @@ def test_cached_greedy_and_beam_search_give_the_full_buffer_tokens(kind, noisy_p
     assert any(len(batch_ends) > 1 and DECODE_LENGTH in batch_ends for batch_ends in ends), ends
     for beam_size in (1, 3):
         assert jitted_translate(kind, beam_size, True)._cache_size() == 1
+
+
+# ------------------------------------------------------------ MultiHeadAttention's decode mode
+
+N, T, S, D, H = 3, 8, 5, 12, 2  # rows, cache length, memory slots, width, heads (d_k 6)
+LENGTHS, SLOTS = np.array([8, 5, 0]), np.array([5, 2, 0])  # the last row sees nothing
+ATTENTIONS = {  # a decoder's attention; Mean-Max AAE's (ReLU projections, heads concatenated)
+    "transformer": {},
+    "meanmax": dict(qkv_features=16, output_projection=False, projection_activation="relu"),
+}
+
+
+def attention_inputs(seed: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """queries [N, T, D], memory [N, S, D] and the memory's real slots bool[N, S]."""
+    rng = np.random.default_rng(seed)
+    return (jnp.asarray(rng.normal(size=(N, T, D)), jnp.float32),
+            jnp.asarray(rng.normal(size=(N, S, D)), jnp.float32), length_mask(SLOTS, S))
+
+
+def counted_fused_calls(monkeypatch) -> list[int]:
+    """A list that grows by one at every call of `jax.nn.dot_product_attention`."""
+    calls, fused = [], jax.nn.dot_product_attention
+    monkeypatch.setattr(attention_module.jax.nn, "dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    return calls
+
+
+@pytest.mark.parametrize("options", ATTENTIONS.values(), ids=ATTENTIONS.keys())
+@pytest.mark.parametrize("implementation", ["einsum", "fused"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_decode_mode_steps_give_the_full_sequence_attention(implementation, options, padded,
+                                                            monkeypatch):
+    """Three positions at once, then one per step, with the cache: the outputs of the
+    full-sequence call with the causal mask (and, `padded`, the padding rows' mask passed to
+    every step), to float32 rounding (1e-5); rows with no valid key give zeros."""
+    x, memory, slots = attention_inputs(0)
+    module = MultiHeadAttention(H, implementation=implementation, **options)
+    decoder = MultiHeadAttention(H, implementation=implementation, decode=True, **options)
+    lengths = LENGTHS if padded else np.full(N, T)
+    causal = DirectionalMask(lengths, "causal").matrix(T) & length_mask(lengths, T)[..., None]
+    memory_rows = length_mask(lengths, T)[..., None] & slots[:, None, :]
+    params = module.init(jax.random.key(0), x, x, causal, train=False)
+    full_self = module.apply(params, x, x, causal, train=False)
+    full_memory = module.apply(params, x, memory, memory_rows, train=False)
+    if padded:
+        assert not np.asarray(full_self)[2].any() and not np.asarray(full_memory)[2].any()
+    calls = counted_fused_calls(monkeypatch)
+    caches, spans = {"self": {}, "memory": {}}, [(0, 3)] + [(t, t + 1) for t in range(3, T)]
+    for start, end in spans:
+        rows = x[:, start:end]
+        step_mask = causal[:, start:end] if padded else None
+        out, state = decoder.apply({**params, "cache": caches["self"]}, rows, rows, step_mask,
+                                   train=False, position=jnp.int32(start), cache_length=T,
+                                   mutable=["cache"])
+        np.testing.assert_allclose(out, full_self[:, start:end], rtol=1e-5, atol=1e-5)
+        caches["self"] = state["cache"]
+        # the memory is projected by the first call only: later steps read it from the cache
+        read = memory if start == 0 else memory + 100.0
+        out, state = decoder.apply({**params, "cache": caches["memory"]}, rows, read,
+                                   memory_rows[:, start:end], train=False, mutable=["cache"])
+        np.testing.assert_allclose(out, full_memory[:, start:end], rtol=1e-5, atol=1e-5)
+        caches["memory"] = state["cache"]
+    assert len(calls) == (2 * len(spans) if implementation == "fused" else 0)
+    head_dim = options.get("qkv_features", D) // H
+    chex.assert_shape([caches["self"]["cached_key"], caches["self"]["cached_value"]],
+                      (N, T, H, head_dim))
+    chex.assert_shape([caches["memory"]["memory_key"], caches["memory"]["memory_value"]],
+                      (N, S, H, head_dim))
+
+
+@pytest.mark.parametrize("options", ATTENTIONS.values(), ids=ATTENTIONS.keys())
+def test_decode_mode_has_the_parameters_of_the_training_mode(options):
+    """The same parameter names and shapes, so a module trained without the cache decodes with
+    it; the cache is a collection of its own; sparse keys are refused."""
+    x, memory, slots = attention_inputs(1)
+    shapes = lambda variables: jax.tree.map(jnp.shape, variables["params"])
+    training = MultiHeadAttention(H, **options).init(jax.random.key(0), x, memory,
+                                                     slots[:, None, :], train=False)
+    decoder = MultiHeadAttention(H, decode=True, **options)
+    self_decoder = decoder.init(jax.random.key(0), x[:, :1], x[:, :1], None, train=False,
+                                position=jnp.int32(0), cache_length=T)
+    memory_decoder = decoder.init(jax.random.key(0), x[:, :1], memory, slots[:, None, :],
+                                  train=False)
+    expected = {"query", "key", "value"} | ({"out"} if "output_projection" not in options
+                                            else set())
+    assert set(training["params"]) == expected and set(training) == {"params"}
+    assert shapes(self_decoder) == shapes(memory_decoder) == shapes(training)
+    assert set(self_decoder["cache"]) == {"cached_key", "cached_value"}
+    assert set(memory_decoder["cache"]) == {"memory_key", "memory_value"}
+    with pytest.raises(ValueError, match="decode mode reads dense keys from the cache"):
+        decoder.apply(memory_decoder, x[:, :1], memory, slots[:, None, :], train=False,
+                      key_index=jnp.zeros((1, 2), jnp.int32), mutable=["cache"])
 
 
 def test_bleu_of_a_perfect_hypothesis_is_100_and_text_is_detokenised():

@@ -26,6 +26,20 @@ exactly. The attention weights are computed, and sown into the "intermediates" c
 `attention_weights` [B, H, Lq, Lk], only when that collection is mutable (`init`; `jaxenc.viz`
 reads them with `mutable=["intermediates"]`): then the einsum path runs.
 Masks follow `jaxenc.layers.masks` (any object with `rows`/`matrix`, or a bool array).
+
+Decode mode (`decode=True`, the "cache" collection mutable; decoders that generate a sequence a
+few positions at a time) has the same parameters and the same core; only where K and V come
+from changes, so a decoder trained without it decodes with it:
+- self-attention (`position` int32[] and `cache_length` given): the N rows generate a sequence
+  of at most cache_length positions; the call's queries and memory are the inputs at positions
+  p .. p + Lq - 1 (p = position). Their keys and values are written into `cached_key` and
+  `cached_value` [N, cache_length, H, d_k] (zeros when created) at those positions, and query
+  p + i attends the cached positions 0 .. p + i (and where `mask`, over [N, Lq, cache_length],
+  allows). A call projects only its Lq new positions: O(Lq) projections and O(Lq cache_length)
+  attention work, where rerunning the full sequence projects every position.
+- memory attention (no `position`): the call that creates the cache projects the memory's keys
+  and values into `memory_key` and `memory_value` [N, Lk, H, d_k]; later calls read them and
+  ignore `memory` (a cache belongs to one memory), so a step does not project the memory again.
 Mixed precision: projections and products run in `dtype`, scores are normalised in float32.
 """
 
@@ -71,6 +85,7 @@ class MultiHeadAttention(nn.Module):
       normalizer: scores -> weights (default `masked_softmax` over keys).
       dropout_rate: dropout on the attention weights (training only).
       implementation: "auto", "fused" or "einsum" (module docstring).
+      decode: read K and V from the "cache" collection (module docstring).
       dtype: computation dtype (parameters stay float32).
     """
 
@@ -83,16 +98,21 @@ class MultiHeadAttention(nn.Module):
     normalizer: Normalizer = masked_softmax
     dropout_rate: float = 0.0
     implementation: str = "auto"
+    decode: bool = False
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
-    def __call__(self, queries: jax.Array, memory: jax.Array, mask: Mask | jax.Array, *,
+    def __call__(self, queries: jax.Array, memory: jax.Array, mask: Mask | jax.Array | None, *,
                  train: bool, score_bias: ScoreBias | None = None,
-                 key_index: jax.Array | None = None) -> jax.Array:
+                 key_index: jax.Array | None = None, position: jax.Array | None = None,
+                 cache_length: int | None = None) -> jax.Array:
         """queries [B, Lq, Dq], memory [B, Lk, Dk], mask (bool[B, Lq, Lk] or a Mask with [B]).
 
         With `key_index` int[(B,) Lq, Kn] (sparse keys, module docstring; -1 = no key) the mask
         and the score bias are over [B, Lq, Kn] and the sown weights are [B, H, Lq, Kn].
+        Decode mode (module docstring): self-attention with `position` int32[] and
+        `cache_length`, memory [B, Lq, Dk] the new positions' inputs, `mask` over
+        [B, Lq, cache_length] or None; memory attention without them; dense keys only.
         """
         features = self.qkv_features or queries.shape[-1]
         if features % self.num_heads:
@@ -104,17 +124,24 @@ class MultiHeadAttention(nn.Module):
             return activation(nn.DenseGeneral((self.num_heads, head_dim), dtype=self.dtype,
                                               kernel_init=DEFAULT_KERNEL_INIT, name=name)(inputs))
 
-        query, key = project("query", queries), project("key", memory)
-        value = project("value", memory)
+        query = project("query", queries)
+        if self.decode:
+            if key_index is not None:
+                raise ValueError("decode mode reads dense keys from the cache: no key_index")
+            key, value, valid = self._cached(project, query, memory, mask, position,
+                                             cache_length)
+        else:
+            key, value = project("key", memory), project("value", memory)
+            keys = key.shape[1] if key_index is None else key_index.shape[-1]
+            valid = as_mask(mask).matrix(query.shape[1], keys)
         if self._fused(train, key_index):
-            valid = as_mask(mask).matrix(queries.shape[1], memory.shape[1])
             heads = jax.nn.dot_product_attention(
                 query, key, value, None if score_bias is None else score_bias(query),
                 valid[:, None])
             # a row with no valid key: zeros, as the masked softmax gives (not the mean of V)
             heads = heads * jnp.any(valid, axis=-1)[:, :, None, None].astype(heads.dtype)
         else:
-            heads = self._einsum_heads(query, key, value, mask, train, score_bias, key_index)
+            heads = self._einsum_heads(query, key, value, valid, train, score_bias, key_index)
         heads = get_activation(self.head_activation)(heads)
         if not self.output_projection:
             return heads.reshape(*heads.shape[:-2], features)
@@ -122,11 +149,37 @@ class MultiHeadAttention(nn.Module):
                                dtype=self.dtype, kernel_init=DEFAULT_KERNEL_INIT,
                                name="out")(heads)
 
+    def _cached(self, project: Callable[[str, jax.Array], jax.Array], query: jax.Array,
+                memory: jax.Array, mask: Mask | jax.Array | None, position: jax.Array | None,
+                cache_length: int | None) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Decode mode (module docstring): (key, value [B, K, H, d_k] read from the "cache"
+        collection, valid bool[B, Lq, K]) for the projected query [B, Lq, H, d_k]; K is
+        cache_length for self-attention, the memory's length for memory attention."""
+        batch, length = query.shape[:2]
+        if position is None:
+            key = self.variable("cache", "memory_key", lambda: project("key", memory)).value
+            value = self.variable("cache", "memory_value", lambda: project("value", memory)).value
+            valid = as_mask(mask).matrix(length, key.shape[1])
+            return key, value, jnp.broadcast_to(valid, (batch, length, key.shape[1]))
+        shape = (batch, cache_length, *query.shape[2:])
+        start = (0, position, 0, 0)
+        written = []
+        for name, variable in (("key", "cached_key"), ("value", "cached_value")):
+            cache = self.variable("cache", variable, jnp.zeros, shape, self.dtype)
+            cache.value = jax.lax.dynamic_update_slice(
+                cache.value, project(name, memory).astype(cache.value.dtype), start)
+            written.append(cache.value)
+        valid = jnp.arange(cache_length) <= (position + jnp.arange(length))[:, None]
+        if mask is not None:
+            valid = valid & as_mask(mask).matrix(length, cache_length)
+        return *written, jnp.broadcast_to(valid, (batch, length, cache_length))
+
     def _einsum_heads(self, query: jax.Array, key: jax.Array, value: jax.Array,
-                      mask: Mask | jax.Array, train: bool, score_bias: ScoreBias | None,
+                      valid: jax.Array, train: bool, score_bias: ScoreBias | None,
                       key_index: jax.Array | None) -> jax.Array:
         """The heads [B, Lq, H, d_k] of the projected query [B, Lq, H, d_k], key and value
-        [B, Lk, H, d_k] through scores, the normaliser (weights sown) and dropout."""
+        [B, Lk, H, d_k] through scores, the normaliser over `valid` bool[B, Lq, Lk (or Kn)]
+        (weights sown) and dropout."""
         keys = "bkhd"  # the key axes of K and V: shared by all queries, or gathered per query
         if key_index is not None:
             key, value, keys = gather_rows(key, key_index), gather_rows(value, key_index), "bqkhd"
@@ -135,7 +188,6 @@ class MultiHeadAttention(nn.Module):
         scores = scores.astype(jnp.float32)
         if score_bias is not None:
             scores = scores + score_bias(query)
-        valid = as_mask(mask).matrix(query.shape[1], scores.shape[-1])
         weights = self.normalizer(scores, valid[:, None])
         self.sow("intermediates", "attention_weights", weights)
         weights = nn.Dropout(self.dropout_rate)(weights, deterministic=not train)

@@ -3,10 +3,9 @@ layers, and the decoder stack that seq2seq tasks put on any encoder's memory.
 
 Shapes: B batch, L / T positions, S memory slots, D features, H heads of width d_k. Attention
 masks follow `jaxenc.layers.masks` (query rows with no valid key give zeros, never NaN);
-multi-head attention is the one core of `jaxenc.layers.attention`, and `CachedAttention` is its
-decode mode (the same parameters) for decoders that generate one position at a time with a
-key/value cache (`TransformerDecoder`, jaxenc.models.meanmax_aae.MeanMaxDecoder;
-jaxenc.tasks.decoding).
+multi-head attention is the one core of `jaxenc.layers.attention`, whose decode mode (the same
+parameters) serves decoders that generate one position at a time with a key/value cache
+(`TransformerDecoder`, jaxenc.models.meanmax_aae.MeanMaxDecoder; jaxenc.tasks.decoding).
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxenc.layers.attention import DEFAULT_KERNEL_INIT, MultiHeadAttention, ScoreBias
-from jaxenc.layers.dense import get_activation
 from jaxenc.layers.embed import WordEmbed, look_up
-from jaxenc.layers.masks import DirectionalMask, Mask, length_mask, masked_softmax
+from jaxenc.layers.masks import DirectionalMask, Mask, length_mask
 
 POSITIONS = ("sinusoidal", "learned", "none")
 
@@ -124,74 +122,6 @@ class EncoderBlock(nn.Module):
         return ffn_norm(x + drop(ffn(x, train=train)))
 
 
-class CachedAttention(nn.Module):
-    """`MultiHeadAttention` in decode mode, with its parameters ("query", "key", "value" and,
-    unless `output_projection` is False, "out"), so a decoder trained with MultiHeadAttention
-    decodes with it. Inference only: no dropout, no score bias, linear head activation.
-
-    Self-attention (`memory` None): the N rows generate a sequence of at most `cache_length`
-    positions. queries [N, L, D_q] are positions p .. p + L - 1 (p = `position` int32[]); their
-    keys and values are written into the "cache" collection at those positions, `cached_key`
-    and `cached_value` [N, cache_length, H, d_k] (created as zeros when absent), and query p + i
-    attends the cached positions 0 .. p + i; positions after it are masked (not yet written, or
-    stale). A call projects only its L new positions and reads the cache once: O(L) projections
-    and O(L cache_length) attention work, where a full-length rerun projects every position.
-
-    Memory attention (`memory` [N, S, D_m], `memory_mask` bool[N, S]): the call that creates the
-    cache projects the memory's keys and values into it (`memory_key`, `memory_value`
-    [N, S, H, d_k]); later calls read them and ignore `memory` (a cache belongs to one memory),
-    so a step does not project the S slots again.
-
-    Returns [N, L, D_out]: D_out = D_q with the output projection, H d_k without.
-    """
-
-    num_heads: int
-    qkv_features: int | None = None
-    output_projection: bool = True
-    projection_activation: str = "linear"
-    dtype: jnp.dtype = jnp.float32
-
-    @nn.compact
-    def __call__(self, queries: jax.Array, memory: jax.Array | None = None,
-                 memory_mask: jax.Array | None = None, *, position: jax.Array | None = None,
-                 cache_length: int | None = None) -> jax.Array:
-        """queries [N, L, D_q]; self-attention: `position` int32[] and `cache_length`; memory
-        attention: memory [N, S, D_m] and memory_mask bool[N, S]."""
-        features = self.qkv_features or queries.shape[-1]
-        head_dim = features // self.num_heads
-        activation = get_activation(self.projection_activation)
-
-        def project(name: str, inputs: jax.Array) -> jax.Array:  # [N, L, D] -> [N, L, H, d_k]
-            return activation(nn.DenseGeneral((self.num_heads, head_dim), dtype=self.dtype,
-                                              kernel_init=DEFAULT_KERNEL_INIT, name=name)(inputs))
-
-        query = project("query", queries)
-        if memory is None:
-            shape = (queries.shape[0], cache_length, self.num_heads, head_dim)
-            keys = self.variable("cache", "cached_key", jnp.zeros, shape, self.dtype)
-            values = self.variable("cache", "cached_value", jnp.zeros, shape, self.dtype)
-            start = (0, position, 0, 0)
-            keys.value = jax.lax.dynamic_update_slice(
-                keys.value, project("key", queries).astype(keys.value.dtype), start)
-            values.value = jax.lax.dynamic_update_slice(
-                values.value, project("value", queries).astype(values.value.dtype), start)
-            key, value = keys.value, values.value
-            query_positions = position + jnp.arange(queries.shape[1])
-            valid = jnp.arange(key.shape[1]) <= query_positions[:, None]  # [L, cache_length]
-            valid = valid[None, None]
-        else:
-            key = self.variable("cache", "memory_key", lambda: project("key", memory)).value
-            value = self.variable("cache", "memory_value", lambda: project("value", memory)).value
-            valid = memory_mask[:, None, None, :]
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key) / np.sqrt(head_dim).astype(self.dtype)
-        weights = masked_softmax(scores.astype(jnp.float32), valid)
-        heads = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(self.dtype), value)
-        if not self.output_projection:
-            return heads.reshape(*heads.shape[:-2], features)
-        return nn.DenseGeneral(queries.shape[-1], axis=(-2, -1), dtype=self.dtype,
-                               kernel_init=DEFAULT_KERNEL_INIT, name="out")(heads)
-
-
 class DecoderBlock(nn.Module):
     """Post-norm decoder layer: causal self-attention, attention over the encoder memory, FFN."""
 
@@ -207,27 +137,22 @@ class DecoderBlock(nn.Module):
                  position: jax.Array | None = None, cache_length: int | None = None) -> jax.Array:
         """y [B, T, D], memory [B, S, D]; masks over [B, T, T] and [B, T, S].
 
-        With `cache_length` (decode mode, `CachedAttention`, "cache" mutable): y [N, L, D] are
+        With `cache_length` (MultiHeadAttention's decode mode, "cache" mutable): y [N, L, D] are
         positions position .. position + L - 1 of a sequence of at most cache_length,
-        `self_mask` is not read (the cache masks the later positions) and memory_mask is
-        bool[N, S].
+        `self_mask` is None or over [N, L, cache_length] (the cache masks the later positions)
+        and memory_mask is over [N, L, S].
         """
         drop = nn.Dropout(self.dropout_rate, deterministic=not train)
         norm = lambda name: nn.LayerNorm(dtype=self.dtype, name=name)
-        if cache_length is None:
-            attention = lambda name: MultiHeadAttention(
-                self.num_heads, dropout_rate=self.attention_dropout_rate, dtype=self.dtype,
-                name=name)
-            attend_self = lambda y: attention("self_attention")(y, y, self_mask, train=train)
-            attend_memory = lambda y: attention("memory_attention")(y, memory, memory_mask,
-                                                                    train=train)
-        else:
-            cached = lambda name: CachedAttention(self.num_heads, dtype=self.dtype, name=name)
-            attend_self = lambda y: cached("self_attention")(y, position=position,
-                                                             cache_length=cache_length)
-            attend_memory = lambda y: cached("memory_attention")(y, memory, memory_mask)
-        y = norm("self_attention_norm")(y + drop(attend_self(y)))
-        y = norm("memory_attention_norm")(y + drop(attend_memory(y)))
+        decode = cache_length is not None
+        attention = lambda name: MultiHeadAttention(
+            self.num_heads, dropout_rate=self.attention_dropout_rate, decode=decode,
+            dtype=self.dtype, name=name)
+        cache = dict(position=position, cache_length=cache_length) if decode else {}
+        y = norm("self_attention_norm")(
+            y + drop(attention("self_attention")(y, y, self_mask, train=train, **cache)))
+        y = norm("memory_attention_norm")(
+            y + drop(attention("memory_attention")(y, memory, memory_mask, train=train)))
         transformed = FeedForward(self.ff_features, self.dropout_rate, self.dtype,
                                   name="ffn")(y, train=train)
         return norm("ffn_norm")(y + drop(transformed))
@@ -256,10 +181,10 @@ class TransformerDecoder(nn.Module):
     Decode mode (`cache_length`, jaxenc.tasks.decoding) generates one position per call with a
     key/value cache in the "cache" collection, per layer: `self_attention` {`cached_key`,
     `cached_value`} [N, cache_length, H, d_k] and `memory_attention` {`memory_key`,
-    `memory_value`} [N, S, H, d_k] (`CachedAttention`). A step then costs O(1) positions of
-    projections and feed-forward plus O(cache_length) attention reads per row, so a sequence of
-    T tokens costs O(T) positions, where rerunning the decoder over the token buffer at every
-    step (`position` without `cache_length`) costs O(T) positions per step, O(T^2) in all.
+    `memory_value`} [N, S, H, d_k] (MultiHeadAttention's decode mode). A step then costs O(1)
+    positions of projections and feed-forward plus O(cache_length) attention reads per row, so a
+    sequence of T tokens costs O(T) positions, where rerunning the decoder over the token buffer
+    at every step (`position` without `cache_length`) costs O(T) positions per step, O(T^2) in all.
     """
 
     vocab_size: int
@@ -294,7 +219,7 @@ class TransformerDecoder(nn.Module):
             memory = nn.Dense(self.model_dim, kernel_init=DEFAULT_KERNEL_INIT, dtype=self.dtype,
                               name="memory_projection")(memory)
         if decode:
-            real, self_mask, memory_rows = None, None, memory_mask
+            real, self_mask, memory_rows = None, None, memory_mask[:, None, :]
         else:
             real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1],
                                                          memory_mask)

@@ -79,7 +79,6 @@ from jaxenc.layers.masks import (
 )
 from jaxenc.layers.transformer import (
     POSITIONS,
-    CachedAttention,
     FeedForward,
     decoder_masks,
     input_stage,
@@ -160,21 +159,17 @@ def _inputs(cfg: MeanMaxAAEConfig, tokens: jax.Array, vocab_size: int, *, train:
 
 
 def _attention(cfg: MeanMaxAAEConfig, name: str, queries: jax.Array, memory: jax.Array,
-               mask: Mask | jax.Array, *, train: bool) -> jax.Array:
+               mask: Mask | jax.Array | None, *, train: bool, decode: bool = False,
+               position: jax.Array | None = None, cache_length: int | None = None) -> jax.Array:
     """eq. 3-7: MultiHead(queries [B, Lq, Dq], memory [B, Lk, Dk]) -> [B, Lq, model_dim], the
-    heads concatenated without an output projection (call inside a compact method)."""
+    heads concatenated without an output projection (call inside a compact method); `decode`,
+    `position` and `cache_length` as MultiHeadAttention's decode mode."""
     return MultiHeadAttention(
         cfg.num_heads, qkv_features=cfg.model_dim, output_projection=False,
         projection_activation="relu" if cfg.relu_projections else "linear",
-        dropout_rate=cfg.dropout_rate, implementation=cfg.attention, dtype=cfg.compute_dtype,
-        name=name)(queries, memory, mask, train=train)
-
-
-def _cached_attention(cfg: MeanMaxAAEConfig, name: str) -> CachedAttention:
-    """`_attention`'s decode mode (its parameters, a key/value cache; no dropout)."""
-    return CachedAttention(cfg.num_heads, qkv_features=cfg.model_dim, output_projection=False,
-                           projection_activation="relu" if cfg.relu_projections else "linear",
-                           dtype=cfg.compute_dtype, name=name)
+        dropout_rate=cfg.dropout_rate, implementation=cfg.attention, decode=decode,
+        dtype=cfg.compute_dtype, name=name)(queries, memory, mask, train=train,
+                                            position=position, cache_length=cache_length)
 
 
 def _norm(name: str, x: jax.Array, dtype: jnp.dtype) -> jax.Array:
@@ -251,7 +246,7 @@ class MeanMaxDecoder(nn.Module):
     fixed word table, so the decoder reads the same vectors and has no table of its own.
 
     Decode mode (`cache_length`, jaxenc.tasks.decoding) generates one position per call with a
-    key/value cache in the "cache" collection (`jaxenc.layers.transformer.CachedAttention`):
+    key/value cache in the "cache" collection (MultiHeadAttention's decode mode):
     `self_attention` {`cached_key`, `cached_value`} [N, cache_length, H, d_m / H] and
     `memory_attention` {`memory_key`, `memory_value`} [N, S, H, d_m / H]. A step costs O(1)
     positions of projections and feed-forward plus O(cache_length) attention reads per row: a
@@ -282,19 +277,18 @@ class MeanMaxDecoder(nn.Module):
         y = _inputs(cfg, inputs, self.vocab_size, train=train, word_table=word_table,
                     first_position=position if decode else 0, position_rows=cache_length)
         if decode:
-            attend_self = lambda y: _cached_attention(cfg, "self_attention")(
-                y, position=position, cache_length=cache_length)
-            attend_memory = lambda a: _cached_attention(cfg, "memory_attention")(
-                a, memory, memory_mask)
+            real, self_mask, memory_rows = None, None, memory_mask[:, None, :]
+            cache = dict(position=position, cache_length=cache_length)
         else:
             real, self_mask, memory_rows = decoder_masks(input_lengths, inputs.shape[1],
                                                          memory_mask)
-            attend_self = lambda y: _attention(cfg, "self_attention", y, y, self_mask,
-                                               train=train)
-            attend_memory = lambda a: _attention(cfg, "memory_attention", a, memory, memory_rows,
-                                                 train=train)
-        a = _norm("self_attention_norm", attend_self(y), cfg.compute_dtype)  # eq. 15-16
-        a = _norm("memory_attention_norm", attend_memory(a) + a, cfg.compute_dtype)  # eq. 17-18
+            cache = {}
+        a = _attention(cfg, "self_attention", y, y, self_mask, train=train, decode=decode,
+                       **cache)
+        a = _norm("self_attention_norm", a, cfg.compute_dtype)  # eq. 15-16
+        attended = _attention(cfg, "memory_attention", a, memory, memory_rows, train=train,
+                              decode=decode)
+        a = _norm("memory_attention_norm", attended + a, cfg.compute_dtype)  # eq. 17-18
         h = _feed_forward(cfg, a, train=train)  # eq. 19-20
         if not decode:
             h = h * real[..., None].astype(a.dtype)
