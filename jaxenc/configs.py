@@ -94,8 +94,9 @@ def ships_gold_trees(model: Mapping[str, Any], dataset: str) -> bool:
 
 def model_config(name: str, **overrides) -> ml_collections.ConfigDict:
     """The model section for encoder `name`: the defaults of its config class (the paper's
-    hyperparameters, jaxenc.models.<name>) with `overrides`, validated."""
-    return ml_collections.ConfigDict(registry.preset(name, **overrides))
+    hyperparameters, jaxenc.models.<name>) with `overrides`, validated. Its values may change
+    type (a loop setting "auto" -> 0): the model's config class checks them when it is built."""
+    return ml_collections.ConfigDict(registry.preset(name, **overrides), type_safe=False)
 
 
 def with_model(config: ml_collections.ConfigDict, name: str,

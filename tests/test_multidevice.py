@@ -20,7 +20,7 @@ from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.tasks.tasks import build_task
 from jaxenc.training.optim import build_optimizer
-from jaxenc.training.sharding import check_examples_per_step, make_mesh, replicated, shard_batch
+from jaxenc.training.sharding import check_loop_settings, make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
 from jaxenc.training.steps import make_eval_step, make_train_step, to_host
 from train.configs import base
@@ -113,20 +113,31 @@ def test_steps_on_several_devices_equal_one_device(name, num_devices):
     np.testing.assert_allclose(outputs_n["loss"], outputs_1["loss"], rtol=1e-5)
 
 
-@pytest.mark.parametrize(("name", "overrides", "warning"), [
-    ("disan", dict(attention_impl="blocked", examples_per_step=1), "examples_per_step=1 on 2"),
-    ("disan", dict(attention_impl="blocked", examples_per_step=0), None),
-    ("disan", dict(attention_impl="dense", examples_per_step=1), None),
-    ("psan", dict(psa_impl="packed", packed_chunk=1), "packed_chunk=1 on 2"),
-    ("psan", dict(psa_impl="packed", packed_chunk=0), None),
+CPU1, CPU2, GPU1 = (1, "cpu"), (2, "cpu"), (1, "gpu")
+
+
+@pytest.mark.parametrize(("name", "overrides", "warned"), [
+    ("disan", dict(attention_impl="blocked", examples_per_step=1), {CPU2, GPU1}),
+    ("disan", dict(attention_impl="blocked", examples_per_step=0), set()),
+    ("disan", dict(attention_impl="blocked", examples_per_step="auto"), {CPU2}),
+    ("disan", dict(attention_impl="dense", examples_per_step=1), set()),
+    ("psan", dict(psa_impl="packed", packed_chunk=1), {CPU2, GPU1}),
+    ("psan", dict(psa_impl="packed", packed_chunk=0), set()),
+    ("psan", dict(psa_impl="packed", packed_chunk="auto"), {CPU2}),
+    ("psan", dict(psa_impl="streaming", examples_per_step=2), {CPU2, GPU1}),
+    ("psan", dict(psa_impl="dense", examples_per_step=2), set()),
 ])
-def test_a_loop_over_the_split_batch_axis_is_warned(caplog, name, overrides, warning):
+def test_a_loop_through_the_batch_on_several_devices_or_an_accelerator_is_warned(
+        caplog, monkeypatch, name, overrides, warned):
     config = base.model_config(name, **overrides)
-    for devices in (1, 2):
+    field, setting = next((key, value) for key, value in overrides.items()
+                          if key in ("examples_per_step", "packed_chunk"))
+    for devices, backend in (CPU1, CPU2, GPU1):
+        monkeypatch.setattr(jax, "default_backend", lambda backend=backend: backend)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="jaxenc.training.sharding"):
-            check_examples_per_step(config, make_mesh(jax.devices()[:devices]))
-        if devices == 1 or warning is None:
-            assert not caplog.records
+            check_loop_settings(config, make_mesh(jax.devices()[:devices]))
+        if (devices, backend) in warned:
+            assert f"model.{field}={setting} on {devices} {backend}" in caplog.text
         else:
-            assert warning in caplog.text
+            assert not caplog.records

@@ -36,8 +36,7 @@ Three implementations of the same function (`impl`):
 
 `examples_per_step` examples go through the block loops together: 1 suits a CPU (each block stays
 in cache; bench/bench_disan.py measures blocked faster than dense at every length), the whole batch
-(0) suits accelerators. It is an explicit option, never sniffed from the backend at trace time, so
-an exported function does not depend on where it was exported.
+(0) suits accelerators; "auto" picks per platform at lowering time (jaxenc.layers.loops).
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ import numpy as np
 from jaxenc.errors import ConfigError
 from jaxenc.layers.dense import DropoutDense, get_activation
 from jaxenc.layers.dropout import Dropout
+from jaxenc.layers.loops import AUTO, loop_setting, with_loop_setting
 from jaxenc.layers.masks import DirectionalMask, Mask, as_mask, at_least_float32, masked_softmax
 
 IMPLEMENTATIONS = ("auto", "dense", "blocked", "directional")
@@ -345,11 +345,11 @@ class Token2TokenOptions:
       blocked_threshold: the shortest bucket length "auto" computes blocked or directional.
       examples_per_step: examples the blocked and directional loops take per step; 0 = the
         whole batch (the right choice on accelerators), 1 = one at a time (the fastest on one
-        CPU device, measured 1.7x faster than the whole batch at once for blocked). A
-        data-parallel run over several devices needs 0: the loop walks the batch axis that the
-        devices split, so any other count makes XLA gather the whole batch on every device,
-        which computes all of it (bench/bench_scaling.py;
-        `jaxenc.training.sharding.check_examples_per_step` warns).
+        CPU device, measured 1.7x faster than the whole batch at once for blocked), "auto" =
+        the platform's choice (jaxenc.layers.loops). A data-parallel run over several devices
+        needs 0: the loop walks the batch axis that the devices split, so any other count
+        makes XLA gather the whole batch on every device, which computes all of it
+        (bench/bench_scaling.py; `jaxenc.training.sharding.check_loop_settings` warns).
     A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
     """
 
@@ -362,7 +362,7 @@ class Token2TokenOptions:
     # the shortest bucket length "auto" computes blocked / directional rather than dense
     blocked_threshold: int = 16
     # examples per step of the blocked and directional loops: 1 on a CPU, 0 (all) on accelerators
-    examples_per_step: int = 1
+    examples_per_step: int | str = AUTO
 
     def __post_init__(self):
         self.validate()
@@ -373,8 +373,10 @@ class Token2TokenOptions:
         if self.attention_impl not in IMPLEMENTATIONS:
             raise ConfigError(f"model.attention_impl={self.attention_impl!r} is not one of "
                               f"{', '.join(IMPLEMENTATIONS)} (fix: {fix})")
-        for name, least in (("block_size", 1), ("blocked_threshold", 0),
-                            ("examples_per_step", 0)):
+        # a command line gives "0" for a field whose default is "auto": read it as 0
+        object.__setattr__(self, "examples_per_step",
+                           loop_setting(self.examples_per_step, "examples_per_step"))
+        for name, least in (("block_size", 1), ("blocked_threshold", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < least:
                 raise ConfigError(f"model.{name}={value!r} is not an integer >= {least} "
@@ -390,7 +392,8 @@ def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array,
     """Batched token2token attention: queries, keys, values [B, n, d], mask [B, n, n] -> [B, n, d].
 
     keys already include the score bias. The dense version is vmapped over the batch; the blocked
-    and directional ones visit `options.examples_per_step` examples at a time (0: all).
+    and directional ones visit `options.examples_per_step` examples at a time (0: all; "auto":
+    jaxenc.layers.loops).
     """
     impl = resolve_impl(options.attention_impl, queries.shape[1], options.blocked_threshold,
                         mask, score_bound)
@@ -402,9 +405,12 @@ def multidim_token2token(queries: jax.Array, keys: jax.Array, values: jax.Array,
     else:
         per_example = partial(token2token_blocked, score_fn=score_fn, score_bound=score_bound,
                               block_size=options.block_size)
-    per_step = options.examples_per_step or queries.shape[0]
-    return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
-                       batch_size=None if per_step == 1 else per_step)
+    def loop(per_step: int) -> jax.Array:
+        per_step = per_step or queries.shape[0]
+        return jax.lax.map(lambda example: per_example(*example), (queries, keys, values, mask),
+                           batch_size=None if per_step == 1 else per_step)
+
+    return with_loop_setting(options.examples_per_step, loop)
 
 
 def feature_mean_probs(queries: jax.Array, keys: jax.Array, mask: Mask,

@@ -20,9 +20,9 @@ attention_impl="auto" takes directional from `blocked_threshold` tokens up: on a
 bench/bench_disan.py measures the blocked and directional training steps with memory linear in
 n, far below dense's, and directional's faster than blocked's at every length, the more so with
 the default 2-bit dropout masks (`dropout_bits`, jaxenc/layers/dropout.py) against the blocked
-step with flax's dropout (results/disan/speed.md). `examples_per_step` (1 on a
-CPU, 0 = the whole batch on accelerators) is part of the config, so nothing depends on the
-tracing backend.
+step with flax's dropout (results/disan/speed.md). `examples_per_step` ("auto": 1 on a
+CPU, 0 = the whole batch on accelerators, chosen per platform at lowering time) is
+jaxenc.layers.loops's.
 """
 
 from __future__ import annotations

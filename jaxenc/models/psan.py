@@ -49,6 +49,7 @@ from jaxenc.data.packing import PackingConfig
 from jaxenc.layers.dense import DropoutDense, get_activation
 from jaxenc.layers.dropout import AUTO_BITS, Dropout, check_mask_bits
 from jaxenc.layers.embed import WordEmbed
+from jaxenc.layers.loops import loop_setting, with_loop_setting
 from jaxenc.layers.masks import SegmentMask, length_mask
 from jaxenc.layers.multidim_attention import (
     Source2Token,
@@ -86,9 +87,11 @@ class PSANConfig(EncoderConfig):
         packed_chunk phrases of the bucket length L). Either way the backward pass recomputes
         the scores and keeps only each token's output and log-sum-exp, so one step's scores
         bound the attention's memory. 1 suits a CPU (the smallest working set, and the steps
-        stay in cache); 0, the default, suits accelerators. The loop keeps the plan's group
-        axis, so on several devices each computes its own groups, with no traffic between
-        them (tests/test_packing.py).
+        stay in cache), 0 accelerators; "auto", the default, picks per platform
+        (jaxenc.layers.loops). The loop keeps the plan's group axis, so on several devices each
+        computes its own groups, with no traffic between them (tests/test_packing.py).
+      examples_per_step: the examples per step of the "streaming" implementation's loop
+        (jaxenc.layers.multidim_attention.Token2TokenOptions).
       packed_tile: positions per tile of "packed" (jaxenc.layers.packing.tile_schedule): phrases
         of up to packed_tile tokens share tiles, a longer one takes ceil(length / packed_tile)
         tiles of its own and their pairs; smaller tiles waste less on short phrases and make
@@ -118,7 +121,8 @@ class PSANConfig(EncoderConfig):
     dropout_bits: int = AUTO_BITS
     psa_impl: str = "packed"
     block_size: int = 16
-    packed_chunk: int = 0
+    packed_chunk: int | str = AUTO
+    examples_per_step: int | str = AUTO
     packed_tile: int = 4
     packing_scheme: str = "exact"
     packing_capacity: str = "planned"
@@ -149,8 +153,8 @@ class PSANConfig(EncoderConfig):
         require(self.parser == AUTO or (self.parser in PARSER_NAMES and self.parser != "spacy"),
                 "parser", self.parser, "gives no phrase trees for PSAN", AUTO)
         require(self.block_size >= 1, "block_size", self.block_size, "is not positive", 16)
-        require(self.packed_chunk >= 0, "packed_chunk", self.packed_chunk,
-                "is negative (0: every tile pair of a level at once)", 0)
+        for field in ("packed_chunk", "examples_per_step"):  # "0" from a command line is 0
+            object.__setattr__(self, field, loop_setting(getattr(self, field), field))
         require(self.packed_tile >= 1, "packed_tile", self.packed_tile, "is not positive", 4)
         self.packing()  # one-line ConfigError for a bad scheme or policy
         super().validate()
@@ -195,7 +199,7 @@ class PackedPhraseAttention(nn.Module):
     keep_prob: float = 1.0
     dropout_bits: int = 32  # random bits per dropout decision (jaxenc/layers/dropout.py)
     tile: int = 4
-    chunk: int = 0
+    chunk: int | str = 0  # phrases per loop step (phrase_attention); "auto": jaxenc.layers.loops
     dtype: jnp.dtype = jnp.float32
 
     @nn.compact
@@ -210,8 +214,8 @@ class PackedPhraseAttention(nn.Module):
         keys = keys + self.param("score_bias", nn.initializers.zeros, (features,)).astype(
             self.dtype)
         score_fn, _ = score_function(self.score)
-        return phrase_attention(queries, keys, x, plan, score_fn=score_fn, tile=self.tile,
-                                chunk=self.chunk)
+        return with_loop_setting(self.chunk, lambda chunk: phrase_attention(
+            queries, keys, x, plan, score_fn=score_fn, tile=self.tile, chunk=chunk))
 
 
 class PhraseSelfAttention(nn.Module):
@@ -233,7 +237,7 @@ class PhraseSelfAttention(nn.Module):
         else:
             attention = Token2TokenAttention(options=Token2TokenOptions(
                 attention_impl="blocked" if cfg.psa_impl == "streaming" else "dense",
-                block_size=cfg.block_size), **shared)
+                block_size=cfg.block_size, examples_per_step=cfg.examples_per_step), **shared)
             segments = sentence["segments"][:, level - 1]
             context = attention(memory, SegmentMask(segments, include_self=False), train=train)
         features = jnp.concatenate([jnp.abs(memory - context), memory * context], axis=-1)

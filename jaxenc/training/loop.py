@@ -70,7 +70,7 @@ from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.preemption import PreemptionWatch
 from jaxenc.training.sharding import (
     check_batch_sizes,
-    check_examples_per_step,
+    check_loop_settings,
     initialize_distributed,
     make_mesh,
     replicated,
@@ -420,7 +420,7 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                                       filtered=info.name == corpus.NAME)
     vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
     encoder = models.build_encoder(config.model, len(vocab))
-    check_examples_per_step(encoder.config, mesh)
+    check_loop_settings(encoder.config, mesh)
     pretrained = found = None
     if data_cfg.embeddings:
         vectors = load_vectors(data_cfg.embeddings, vocab, oov=data_cfg.oov, seed=seed,

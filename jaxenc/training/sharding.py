@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxenc.errors import ConfigError
+from jaxenc.layers.loops import AUTO, steps_per_item
 
 log = logging.getLogger(__name__)
 
@@ -86,26 +87,25 @@ def check_batch_sizes(data_cfg: Mapping[str, Any], mesh: Mesh) -> None:
         check_batch_size(data_cfg[key], mesh, f"data.{key}")
 
 
-def check_examples_per_step(encoder_config: object, mesh: Mesh) -> None:
-    """Warns when an encoder's attention loop steps through the batch axis that the devices
-    split: DiSAN's blocked token2token loop (`examples_per_step`,
-    jaxenc.layers.multidim_attention.Token2TokenOptions) or PSAN's loop over a length class's
-    phrases (`packed_chunk`, whose slots the devices split by group). XLA then gathers the whole
-    axis on every device, which computes all of it (no data-parallel speed-up; 8 CPU devices
-    measured 3.6x slower than with 0)."""
-    devices = mesh.shape[DATA_AXIS]
-    if devices == 1:
-        return
-    per_step = getattr(encoder_config, "examples_per_step", 0)
-    if per_step and encoder_config.attention_impl != "dense":
-        log.warning("model.examples_per_step=%d on %d devices: the blocked attention computes "
-                    "the whole batch on every device (fix: --config.model.examples_per_step=0, "
-                    "the whole batch per step, split over the devices)", per_step, devices)
-    chunk = getattr(encoder_config, "packed_chunk", 0)
-    if chunk and encoder_config.psa_impl == "packed":
-        log.warning("model.packed_chunk=%d on %d devices: the phrase loop computes every "
-                    "device's phrases on every device (fix: --config.model.packed_chunk=0, a "
-                    "length class at once, split over the devices)", chunk, devices)
+def check_loop_settings(encoder_config: object, mesh: Mesh) -> None:
+    """Warns when an encoder's attention loop steps through the batch's items where that is slow
+    (jaxenc.layers.loops): on an accelerator, or on several devices, where the loop walks the
+    batch axis that the devices split and XLA gathers the whole axis on every device, which
+    computes all of it (no data-parallel speed-up; 8 CPU devices measured 3.6x slower than with
+    0). The loops are DiSAN's blocked token2token attention and PSAN's streaming form
+    (`examples_per_step`) and PSAN's packed phrase attention (`packed_chunk`). "auto" warns only
+    on several CPU devices, where it takes one item per step."""
+    devices, backend = mesh.shape[DATA_AXIS], jax.default_backend()
+    impl, psa_impl = (getattr(encoder_config, name, None)
+                      for name in ("attention_impl", "psa_impl"))
+    looping = {"examples_per_step": impl not in (None, "dense") or psa_impl == "streaming",
+               "packed_chunk": psa_impl == "packed"}
+    for field, loops in looping.items():
+        setting = getattr(encoder_config, field, AUTO)
+        if loops and steps_per_item(setting, devices, backend):
+            log.warning("model.%s=%s on %d %s device(s): the attention loop steps through the "
+                        "batch (fix: --config.model.%s=%s)", field, setting, devices, backend,
+                        field, 0 if devices > 1 else AUTO)
 
 
 def shard_batch(batch: Mapping[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
