@@ -24,7 +24,8 @@ Sections:
               vector_vocabulary (also the first N words of the vectors in the vocabulary)
   optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
               warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
-              0 = off) and the optimiser's constants
+              0 = off), the optimiser's constants and flatten (update one vector of all
+              trainable parameters: a few kernels per step instead of a few per leaf)
   train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
               log_every, seed, seeds (train every model with seeds seed, seed + 1, ...: the
               further ones in workdir/seeds/<seed>; results.md: mean ± std over them),
@@ -181,7 +182,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
     config.optim = ml_collections.ConfigDict(dict(
         name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
-        rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0))
+        rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0,
+        flatten=True))
 
     config.train = ml_collections.ConfigDict(dict(
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, seeds=1, patience=0,

@@ -148,6 +148,31 @@ def test_sgd_update_is_l2_on_kernels_then_clip_and_frozen_embeddings_stay():
     assert float(optax.tree.norm(updates)) == pytest.approx(0.01, rel=1e-5)
 
 
+@pytest.mark.parametrize("name", ["adam", "adadelta", "sgd"])
+def test_the_flattened_optimizer_updates_as_the_per_leaf_one(name):
+    # weight decay on kernels only, clipping of the global norm, a frozen word table
+    params = {"encoder": {"embed": {"embedding": jnp.ones((6, 4))},
+                          "dense": {"kernel": jnp.full((4, 3), 0.5), "bias": jnp.zeros(3)}},
+              "head": {"kernel": jnp.full((3, 2), -0.2), "bias": jnp.ones(2)}}
+    cfg = optim_config(name=name, learning_rate=0.1, weight_decay=0.01, clip_norm=1.0,
+                       momentum=0.9)
+    per_leaf = build_optimizer(optim_config(**{**cfg.to_dict(), "flatten": False}), params,
+                               freeze_embeddings=True)
+    flat = build_optimizer(cfg, params, freeze_embeddings=True)
+    states, rng = [per_leaf.init(params), flat.init(params)], np.random.default_rng(0)
+    trainable = 4 * 3 + 3 + 3 * 2 + 2
+    assert trainable in [leaf.size for leaf in jax.tree.leaves(states[1])]
+    assert trainable not in [leaf.size for leaf in jax.tree.leaves(states[0])]
+    for _ in range(4):
+        grads = jax.tree.map(lambda p: jnp.asarray(rng.normal(size=p.shape), jnp.float32), params)
+        expected, states[0] = per_leaf.update(grads, states[0], params)
+        updates, states[1] = flat.update(grads, states[1], params)
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
+                     updates, expected)
+        np.testing.assert_array_equal(updates["encoder"]["embed"]["embedding"], 0.0)
+        params = optax.apply_updates(params, updates)
+
+
 def test_warmup_ramps_the_learning_rate_linearly():
     params = {"w": jnp.ones(3)}
     tx = build_optimizer(optim_config(name="sgd", learning_rate=0.8, warmup_steps=4,

@@ -87,6 +87,7 @@ EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer)
 ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
                       "train.patience_min_epochs": 0.0,  # 0.0: evaluations alone stop a run
                       "train.seeds": 1,  # a run's config.json names its own seed alone
+                      "optim.flatten": False,  # optimiser state per parameter leaf
                       "data.vector_vocabulary": 0,  # 0: the training words alone
                       # task.dataset="files" only, which the runs without them predate
                       "data.train_file": "", "data.dev_file": "", "data.test_file": "",

@@ -82,6 +82,7 @@ MEANINGS: dict[str, str] = {
     "optim.b2": "adam's second-moment decay",
     "optim.initial_accumulator": "adagrad's initial accumulator value",
     "optim.momentum": "sgd's momentum (0: none)",
+    "optim.flatten": "clip and update one vector of all trainable parameters (fewer kernels)",
     "train.num_steps": "training steps (0: epochs x batches per epoch)",
     "train.epochs": "training epochs, when num_steps is 0",
     "train.eval_every": "steps between dev evaluations (0: once per epoch)",
