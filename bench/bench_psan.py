@@ -131,12 +131,13 @@ def table5_report(rows: list[dict], bound: float, args: argparse.Namespace) -> s
         "300-d sentence vectors each (PSAN d 300; DiSAN d_h 150 in each of 2 directions; the "
         "Transformer d 300, 6 heads), each model's paper dropout, random 300-d embeddings. Peak: "
         "XLA's compiled memory analysis, arguments + outputs + temp - aliased. PSAN packed is "
-        "`packed_chunk=0`, the accelerator setting; chunk k attends k phrases of a length class per step "
-        "of a loop the backward pass recomputes. The paper's numbers (PSAN 1192 MB, DiSAN "
-        "2943 MB, multi-head 1508 MB, paper) are GPU process peaks of whole runs: only ratios "
-        f"compare. Data bound of phrase attention (sum_p l_p^2 / 2 L^2): {bound:.3f}. Step ms: "
-        f"median of {args.repeats} timed calls, the models taking turns (1-minute load average "
-        f"at the end: {os.getloadavg()[0]:.1f}; only the ratios of one run compare).",
+        "`packed_chunk=0`, the accelerator setting; chunk k attends k phrases of a length "
+        "class per step of a loop the backward pass recomputes. The paper's numbers (PSAN "
+        "1192 MB, DiSAN 2943 MB, multi-head 1508 MB, paper) are GPU process peaks of whole "
+        "runs: only ratios compare. Data bound of phrase attention (sum_p l_p^2 / 2 L^2): "
+        f"{bound:.3f}. Step ms: median of {args.repeats} timed calls, the models taking turns "
+        f"(1-minute load average at the end: {os.getloadavg()[0]:.1f}; only the ratios of one "
+        "run compare).",
         "",
         *lines,
         "",
@@ -210,8 +211,8 @@ def compile_table(rows: list[dict], args: argparse.Namespace) -> str:
         f"({jax.device_count()} device(s)). Compile: seconds to lower and compile the train step "
         f"(forward and backward), median of {args.rounds} compiled in turns; peak: compiled "
         "memory analysis, arguments + outputs + temp - aliased. packed: the accelerator "
-        "setting (packed_chunk 0, packed_tile 4); packed-chunk1: the CPU loop setting. Plan arrays: the "
-        "packing plan's class arrays over the levels.",
+        "setting (packed_chunk 0, packed_tile 4); packed-chunk1: the CPU loop setting. Plan "
+        "arrays: the packing plan's class arrays over the levels.",
         "",
         *lines,
         "",

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import math
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,8 +36,8 @@ from jaxenc.structures.arrays import UD_RELATIONS, build_relation_vocab
 
 MIB = 2.0**20
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-# op names of the loops jax.random lowers to (dropout masks), told apart from a model's loops
-RANDOM_BITS_LOOPS = ("threefry", "jit(_uniform)/while", "random_bits")
+# the element types of an HLO shape, e.g. "(s32[], u32[4,8]{1,0})" -> s32, u32
+_ELEMENT_TYPE = re.compile(r"\b([a-z]+\d*)\[")
 
 # jaxpr primitives counted as one transcendental per output element (XLA's convention).
 TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos",
@@ -185,16 +186,24 @@ def memory_mib(compiled) -> tuple[float, float]:
     return stats.temp_size_in_bytes / MIB, peak / MIB
 
 
+def random_bits_loop(line: str) -> bool:
+    """Whether an HLO while instruction is one of jax's random-bit loops (threefry rounds, e.g.
+    of dropout masks; a CPU rolls them into a loop, a GPU unrolls them): its state is its s32
+    counter and u32 words only, where a model's loops carry floats."""
+    types = _ELEMENT_TYPE.findall(line.split(" while(", 1)[0].split("=", 1)[-1])
+    return types.count("s32") == 1 and set(types) == {"s32", "u32"}
+
+
 def flop_count(compiled) -> tuple[float, bool]:
     """(FLOPs of one call from XLA's cost analysis, exact). XLA counts the body of a loop (a
     while, e.g. lax.scan / lax.map) once, not once per trip: with a loop the count is a lower
-    bound and `exact` is False. The random-bit loops of dropout (threefry rounds: integer work)
-    do not count as loops here."""
+    bound and `exact` is False. The random-bit loops of dropout (threefry rounds: integer work,
+    `random_bits_loop`) do not count as loops here."""
     analysis = compiled.cost_analysis()
     if isinstance(analysis, Sequence):  # older jax: one dict per program
         analysis = analysis[0]
     loops = [line for line in compiled.as_text().splitlines() if " while(" in line
-             and not any(marker in line for marker in RANDOM_BITS_LOOPS)]
+             and not random_bits_loop(line)]
     return float(analysis.get("flops", 0.0)), not loops
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.kernels import H100_BANDWIDTH, H100_PEAK_FLOPS, LAUNCH_S, h100_bound
 from jaxenc import cli
 
 STEPS = ("train", "encode")
@@ -93,9 +94,24 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 def finish(results: dict) -> None:
     """Adds achieved FLOP/s (FLOPs of loops borrowed from a loop-free twin of the same math),
-    the matmul peak used, `ratios` and `goals` to a bench.run results dict."""
+    the H100 bounds (`add_bounds`), the matmul peak used, `ratios` and `goals` to a bench.run
+    results dict."""
     peak = max(value for key, value in results["matmul_peak_flops"].items() if key != "peak")
     results["matmul_peak_flops"]["peak"] = peak
+    add_bounds(results)
+    for row in results["rows"]:
+        for step in (row.get(kind) for kind in STEPS):
+            if step and "wall_s" in step:
+                step["flops_per_s"] = step["flops"] / step["wall_s"]
+                step["of_peak"] = step["flops_per_s"] / peak
+    results["ratios"] = ratios(results)
+    results["goals"] = goals(results)
+
+
+def add_bounds(results: dict) -> None:
+    """Borrows a loop variant's FLOPs from its loop-free twin of the same math (XLA counts a
+    loop body once) and adds each step's lower bound of an H100 step time, `h100_bound_s` and
+    what bounds it, `h100_bound_by` (bench.kernels.h100_bound; steps with a kernel count)."""
     rows = _rows(results)
     variants = {variant["label"]: variant for variant in results["variants"]}
     for row in results["rows"]:
@@ -112,11 +128,9 @@ def finish(results: dict) -> None:
                     twin_row[kind]["flops_exact"]:
                 step.update(flops=twin_row[kind]["flops"], flops_from=twin_row["variant"],
                             flops_exact=True)
-            if "wall_s" in step:
-                step["flops_per_s"] = step["flops"] / step["wall_s"]
-                step["of_peak"] = step["flops_per_s"] / peak
-    results["ratios"] = ratios(results)
-    results["goals"] = goals(results)
+            if step.get("kernels") is not None and step.get("bytes_accessed") is not None:
+                step["h100_bound_s"], step["h100_bound_by"] = h100_bound(
+                    step["flops"], step["bytes_accessed"], step["kernels"], row["dtype"])
 
 
 def _line(results: Mapping, model: str, length: int) -> str | None:
@@ -403,14 +417,14 @@ def markdown(results: Mapping) -> list[str]:
              "ms = median wall time of one call; tok/s counts real tokens (every row is full); "
              "GFLOP = XLA's cost analysis of the compiled step (* = borrowed from the loop-free "
              "variant of the same math, ≥ = a lower bound: a loop body counts once); % peak = "
-             "achieved FLOP/s over the matmul peak; calls = timed calls; rc = recompilations "
-             "after warm-up.", ""]
+             "achieved FLOP/s over the matmul peak; kernels = kernels per train step, H100 "
+             "bound = the least time of the train step on an H100 (\"Kernels per train step\" "
+             "below); calls = timed calls; rc = recompilations after warm-up.", ""]
     body = []
     for row in results["rows"]:
         train, encode = row.get("train") or {}, row.get("encode") or {}
         flops = train.get("flops")
-        mark = "" if not train else "*" if train["flops_from"] != row["variant"] else \
-            "" if train["flops_exact"] else "≥"
+        mark = _flops_mark(row, train) if train else ""
         compile_s = f"{_number(train.get('compile_s'), 1)} / {_number(encode.get('compile_s'), 1)}"
         body.append([row["variant"], row["length"], row["status"], compile_s,
                      _short(_ms(train)), _number(train.get("sentences_per_s"), 1),
@@ -421,13 +435,15 @@ def markdown(results: Mapping) -> list[str]:
                      mark + _number(flops and flops / 1e9, 1) if flops else "—",
                      _number(train.get("flops_per_s") and train["flops_per_s"] / 1e9, 1),
                      _number(train.get("of_peak") and 100 * train["of_peak"], 1),
+                     _kernels(train), _bound_ms(train),
                      f"{train.get('calls', '—')} / {encode.get('calls', '—')}",
                      f"{train.get('recompiles', '—')} / {encode.get('recompiles', '—')}"])
     text += _table(["variant", "L", "status", "compile s (train / enc.)", "train ms",
                     "train sent/s", "train tok/s", "enc. ms", "enc. sent/s", "enc. tok/s",
-                    "temp MiB", "peak MiB", "train GFLOP", "GFLOP/s", "% peak", "calls",
-                    "rc"], body)
+                    "temp MiB", "peak MiB", "train GFLOP", "GFLOP/s", "% peak", "kernels",
+                    "H100 bound ms", "calls", "rc"], body)
     text += _ratio_sections(results)
+    text += ["## Kernels per train step", "", KERNEL_NOTE, ""] + kernel_table(results)
     text += _host_section(host)
     skipped = [row for row in results["rows"] if row["status"] != "ok"]
     text += ["## Skipped, unsupported, failed", ""]
@@ -435,6 +451,72 @@ def markdown(results: Mapping) -> list[str]:
                    ([row["variant"], row["length"], row["status"], row["reason"]]
                     for row in skipped)) if skipped else ["Nothing.", ""]
     return text + NOTES
+
+
+KERNEL_NOTE = (
+    "kernels = the kernels one train step launches (bench.kernels.count_hlo: the unfused "
+    "kernels of the compiled program, a while loop's body counted once per trip, nested loops "
+    "multiplied, a conditional by its largest branch, jax's random-bit loops as one kernel; ≥: a "
+    "loop of unknown trip count counted once). It is counted on the program XLA compiles for "
+    "this run's backend: a CPU-compiled program is a proxy of a GPU's launches (XLA:CPU fuses "
+    "less or differently). H100 bound = the least time of the step on one H100 SXM, the largest "
+    f"of FLOPs / {H100_PEAK_FLOPS['bfloat16']:.3g} FLOP/s (bf16 tensor cores) or / "
+    f"{H100_PEAK_FLOPS['float32']:.3g} (f32), bytes accessed / {H100_BANDWIDTH:.3g} B/s (HBM3) "
+    f"and kernels x {LAUNCH_S * 1e6:g} us (a launch and its gap); bound by = the largest term. "
+    "FLOPs and bytes are XLA's cost analysis (a loop body counts once: ≥ marks a lower bound, * "
+    "FLOPs borrowed from the loop-free variant of the same math), so the bound is a lower bound.")
+
+
+def _kernels(step: Mapping | None) -> str:
+    if not step or step.get("kernels") is None:
+        return "—"
+    return ("" if step["kernels_exact"] else "≥") + _number(step["kernels"])
+
+
+def _bound_ms(step: Mapping | None) -> str:
+    return _number(step and step.get("h100_bound_s") and 1e3 * step["h100_bound_s"], 3)
+
+
+def _flops_mark(row: Mapping, step: Mapping) -> str:
+    """"*" for FLOPs borrowed from a loop-free twin, "≥" for a lower bound, else ""."""
+    return "*" if step["flops_from"] != row["variant"] else "" if step["flops_exact"] else "≥"
+
+
+def kernel_table(results: Mapping) -> list[str]:
+    """Markdown table of each variant's train step per length: kernels, FLOPs, bytes accessed,
+    the H100 bound and what bounds it."""
+    body = []
+    for row in results["rows"]:
+        step = row.get("train")
+        if not step:
+            body.append([row["variant"], row["length"], _cell(row, None), "—", "—", "—", "—"])
+            continue
+        moved = step.get("bytes_accessed")
+        body.append([row["variant"], row["length"], _kernels(step),
+                     _flops_mark(row, step) + _number(step["flops"] / 1e9, 1),
+                     "—" if moved is None else
+                     ("" if step["bytes_exact"] else "≥") + _number(moved / 1e9, 3),
+                     _bound_ms(step), step.get("h100_bound_by", "—")])
+    return _table(["variant", "L", "kernels", "GFLOP", "GB accessed", "H100 bound ms",
+                   "bound by"], body)
+
+
+def kernel_markdown(results: Mapping) -> list[str]:
+    """report.md of a `bench.run --kernels-only` run: the kernel table and how it is counted."""
+    settings, machine = results["settings"], results["machine"]
+    failed = [row for row in results["rows"] if not row.get("train")]
+    return [
+        "# jaxenc train-step kernels", "",
+        f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')}, in "
+        f"{results['wall_s'] / 60:.1f} min: batch {settings['batch']}, lengths "
+        f"{', '.join(map(str, settings['lengths']))}, dtype {settings['dtype']}"
+        f"{', TINY widths' if settings['tiny'] else ', paper widths'}, the GPU loop settings "
+        "(bench.run.loop_settings('gpu')); compiled, not run, by jax "
+        f"{machine['jax']} on {machine['backend']} ({machine['cpu_model']}).", "",
+        KERNEL_NOTE, "", *kernel_table(results),
+        *(["Not compiled:", ""] + [f"- {row['variant']} L={row['length']}: {row['status']}, "
+                                   f"{row['reason']}" for row in failed] + [""]
+          if failed else [])]
 
 
 def _short(value: float | None) -> str:

@@ -6,6 +6,7 @@ OUT/throughput.png and OUT/memory.png.
     python -m bench.run --models all --lengths 16,32,64,128,256 --batch 64 --out results/bench/cpu
     python -m bench.run --quick --out /tmp/bench       # all models, 2 lengths, batch 16: < 10 min
     python -m bench.run --tiny --lengths 8,16 --batch 4 --repeats 1 --host off --out /tmp/smoke
+    python -m bench.run --kernels-only --lengths 64 --batch 64 --out /tmp/kernels  # no timing
 
 Models are built from their registry presets (paper widths; --tiny: the encoder contract test's
 TINY widths; the attention loops set for the backend, `loop_settings`) with random token ids
@@ -22,6 +23,11 @@ trees, PSAN's segments / blocks) and batcher (PSAN's packing plan), as in traini
     memory analysis (peak = temp + arguments + outputs); FLOPs: XLA's compiled cost analysis (a
     loop body counts once: such counts are lower bounds, or borrowed from a loop-free
     implementation of the same math);
+  - kernels: the kernels one call launches, a proxy from the program compiled here
+    (bench.kernels.count_hlo: a loop's body counted once per trip); H100 bound: the least time
+    of the step on one H100, the largest of FLOPs at its peak, bytes accessed (XLA's cost
+    analysis) at its memory bandwidth and kernels at a launch each (bench.kernels.h100_bound);
+    --kernels-only compiles the train steps with the GPU loop settings and writes only these;
   - sentences/s and tokens/s: median over repeats after a warm-up call, every variant taking turns
     in each repeat (load drift on a shared machine hits all alike), each timed call right after
     an untimed one of the same step (`bench.common.time_in_turns`: a step timed right after a
@@ -76,6 +82,7 @@ from bench.common import (
     time_in_turns,
     train_function,
 )
+from bench.kernels import bytes_accessed, count_hlo
 from jaxenc import cli
 from jaxenc.configs import model_config
 from jaxenc.data.batching import bucket_lengths
@@ -195,12 +202,15 @@ def tiny_widths() -> dict[str, dict[str, Any]]:
 
 
 def loop_settings(backend: str) -> dict[str, dict[str, int]]:
-    """Each model's attention-loop settings for the backend this run measures: one example
-    (DiSAN's blocked and directional loops) and one phrase (PSAN's packed attention) per step on
-    a CPU, where that is fastest or as fast with the least memory (results/disan/speed.md,
-    results/psan); the whole batch and a whole length class on accelerators."""
+    """Each model's attention-loop settings for `backend`, what "auto" picks there
+    (jaxenc.layers.loops), made explicit so that a CPU can compile a GPU's program: one example
+    (DiSAN's blocked and directional loops, PSAN's streaming one) and one phrase (PSAN's packed
+    attention) per step on a CPU, where that is fastest or as fast with the least memory
+    (results/disan/speed.md, results/psan); the whole batch and a whole length class on
+    accelerators."""
     per_step = int(backend == "cpu")
-    return {"disan": dict(examples_per_step=per_step), "psan": dict(packed_chunk=per_step)}
+    return {"disan": dict(examples_per_step=per_step),
+            "psan": dict(packed_chunk=per_step, examples_per_step=per_step)}
 
 
 def with_loop_settings(widths: Mapping[str, Mapping[str, Any]],
@@ -335,7 +345,7 @@ class Measurer:
             row = rows[variant.label] = dict(variant=variant.label, model=variant.model,
                                              dtype=variant.dtype, length=length, batch=args.batch,
                                              status="ok", reason=None, train=None, encode=None)
-            kinds = STEPS if variant.label in lines else STEPS[:1]
+            kinds = STEPS if variant.label in lines and not args.kernels_only else STEPS[:1]
             try:
                 cfg = variant.config(self.widths)
                 encoder_config(cfg)  # a refused config (e.g. an unsupported dtype) fails here
@@ -361,16 +371,24 @@ class Measurer:
                                                           *arguments[kind](abstract, batches[0]))
                         # the same program through a new jitted function: traced and lowered
                         # again, XLA's executable read from the persistent compilation cache
-                        _, cached = compile_timed(
+                        cached = None if args.kernels_only else compile_timed(
                             train_function(encoder) if kind == "train" else
-                            encode_function(encoder), *arguments[kind](abstract, batches[0]))
+                            encode_function(encoder), *arguments[kind](abstract, batches[0]))[1]
                     temp, peak = memory_mib(compiled)
                     flops, exact = flop_count(compiled)
+                    counted = count_hlo(compiled.as_text())
                     row[kind] = dict(compile_s=seconds, cached_compile_s=cached, temp_mib=temp,
                                      peak_mib=peak, flops=flops, flops_exact=exact,
-                                     flops_from=variant.label)
+                                     flops_from=variant.label, kernels=counted.kernels,
+                                     kernels_exact=not counted.unknown_loops,
+                                     bytes_accessed=bytes_accessed(compiled),
+                                     bytes_exact=exact)
                     self.compile_history.setdefault((variant.label, kind), []).append(
                         (length, seconds))
+                if args.kernels_only:
+                    row.update(status="compiled only", reason="--kernels-only")
+                    self.log(f"L={length} {variant.label}: {counted.kernels:,} kernels")
+                    continue
                 reason = self.run_guard(variant.label, row, kinds, length)
                 if reason:
                     row.update(status="compiled only", reason=reason)
@@ -390,6 +408,8 @@ class Measurer:
                 row.update(status="failed", reason=f"{type(error).__name__}: "
                            f"{' '.join(str(error).split())[:300]}")
                 self.log(f"L={length} {variant.label} failed: {row['reason']}")
+        if args.kernels_only:
+            return list(rows.values())
         self.log(f"L={length}: timing {len(steps)} steps in turns, {args.repeats} repeats")
         timings = time_in_turns(steps, args.repeats, budget_s=args.budget_s)
         for (label, kind), timing in timings.items():
@@ -511,6 +531,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true",
                         help="short run of every model: the --quick defaults above, host rates "
                              "on fewer sentences")
+    parser.add_argument("--kernels-only", action="store_true",
+                        help="count, do not time: compile each variant's train step with the "
+                             "GPU loop settings (loop_settings('gpu'): the whole batch per "
+                             "DiSAN loop step, a whole class per PSAN packed step) and write "
+                             "only its kernels per step, FLOPs, bytes accessed and H100 bound "
+                             "(results.json, report.md; no timing, host rates, plots or goals); "
+                             "the kernel count is a CPU-compiled proxy of a GPU's launches")
     parser.add_argument("--tiny", action="store_true",
                         help="the contract test's TINY widths instead of the paper's, and a "
                              "smaller matmul for the peak (smoke test)")
@@ -561,19 +588,22 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    widths = with_loop_settings(tiny_widths() if args.tiny else {}, jax.default_backend())
+    widths = with_loop_settings(tiny_widths() if args.tiny else {},
+                                "gpu" if args.kernels_only else jax.default_backend())
     plan = plan_variants(args.models, DTYPES[args.dtype], widths)
     results: dict[str, Any] = dict(
         schema=SCHEMA, command="python -m bench.run " + " ".join(
             sys.argv[1:] if argv is None else argv),
         settings=dict(models=args.models, lengths=args.lengths, batch=args.batch,
                       repeats=args.repeats, dtype=args.dtype, quick=args.quick, tiny=args.tiny,
+                      kernels_only=args.kernels_only,
                       vocab=args.vocab, batches=args.batches, seed=args.seed, host=args.host,
                       max_step_s=args.max_step_s, max_compile_s=args.max_compile_s,
                       budget_s=args.budget_s, memory_fraction=args.memory_fraction),
         machine=machine())
     peak_size = dict(size=512, repeats=3) if args.tiny else {}  # a smoke test's is quick
-    results["matmul_peak_flops"] = dict(start=matmul_peak_flops(**peak_size))
+    if not args.kernels_only:
+        results["matmul_peak_flops"] = dict(start=matmul_peak_flops(**peak_size))
     results["variants"] = [dict(label=v.label, model=v.model, dtype=v.dtype,
                                 overrides=dict(v.overrides), reference=v.reference,
                                 config=v.config(widths).to_dict()) for v in plan.variants]
@@ -589,6 +619,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for length in args.lengths:
         results["rows"] += measurer.length(length)
         results["load_by_length"][str(length)] = os.getloadavg()
+    if args.kernels_only:
+        return _write_kernels(results, args.out, start)
     results["matmul_peak_flops"]["end"] = matmul_peak_flops(**peak_size)
     results["host"] = host_section(args.host, args.data_dir)
     results["machine"]["load_end"] = os.getloadavg()
@@ -596,8 +628,22 @@ def main(argv: Sequence[str] | None = None) -> dict:
     report.finish(results)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=_json_default))
     report.write(results, args.out)
+    print("\n".join(report.kernel_table(results)))
     print(f"wrote {args.out}/results.json, report.md, throughput.png, memory.png in "
           f"{results['wall_s']:.0f} s")
+    return results
+
+
+def _write_kernels(results: dict, out: Path, start: float) -> dict:
+    """A --kernels-only run's results.json and report.md (its kernel table, also printed)."""
+    results["machine"]["load_end"] = os.getloadavg()
+    results["wall_s"] = time.perf_counter() - start
+    report.add_bounds(results)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=_json_default))
+    table = report.kernel_table(results)
+    (out / "report.md").write_text("\n".join(report.kernel_markdown(results)), encoding="utf-8")
+    print("\n".join(table))
+    print(f"wrote {out}/results.json, report.md in {results['wall_s']:.0f} s")
     return results
 
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from bench import report, run
+from bench import kernels, report, run
 from jaxenc.layers import multidim_attention
 from jaxenc.layers.multidim_attention import resolve_impl
 from jaxenc.models.registry import build_encoder
@@ -61,17 +61,17 @@ def test_the_attention_loops_are_set_for_the_backend():
     """One example / phrase per loop step on a CPU, the whole batch / class on accelerators;
     a width preset's own value wins, and every variant's config carries them."""
     assert run.loop_settings("cpu") == {"disan": {"examples_per_step": 1},
-                                        "psan": {"packed_chunk": 1}}
+                                        "psan": {"packed_chunk": 1, "examples_per_step": 1}}
     assert run.loop_settings("gpu") == {"disan": {"examples_per_step": 0},
-                                        "psan": {"packed_chunk": 0}}
+                                        "psan": {"packed_chunk": 0, "examples_per_step": 0}}
     widths = run.with_loop_settings({"psan": {"model_dim": 8, "packed_chunk": 4}}, "tpu")
-    assert widths["psan"] == {"model_dim": 8, "packed_chunk": 4}
+    assert widths["psan"] == {"model_dim": 8, "packed_chunk": 4, "examples_per_step": 0}
     assert widths["disan"] == {"examples_per_step": 0}
     plan = run.plan_variants(["disan", "psan"], ("float32",), run.with_loop_settings({}, "gpu"))
     for variant in plan.variants:
         config = variant.config(run.with_loop_settings({}, "gpu"))
         if variant.model == "psan":
-            assert config.packed_chunk == 0
+            assert config.packed_chunk == config.examples_per_step == 0
         if variant.model == "disan":
             assert config.examples_per_step == 0
 
@@ -140,3 +140,34 @@ def test_the_host_section_measures_psans_packing_plan(data_root):
     packing = run.packing_plan_rate(bench_packing.sst_features(data_root)[:512])
     assert _positive(packing["sentences_per_s"])
     assert 0 < packing["bound"] <= packing["packed"] < 1
+
+
+def test_kernels_only_writes_the_counts_without_timing(tmp_path, capsys):
+    """--kernels-only compiles each variant's train step with the GPU loop settings and writes
+    its kernel count and H100 bound (the largest of its three terms), nothing timed."""
+    run.main(["--tiny", "--kernels-only", "--models", "bag,disan", "--lengths", "8",
+              "--batch", "2", "--dtype", "float32", "--out", str(tmp_path)])
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["settings"]["kernels_only"] and "host" not in results
+    rows = {row["variant"]: row for row in results["rows"]}
+    assert set(rows) == {variant["label"] for variant in results["variants"]}
+    for variant in results["variants"]:
+        if variant["model"] == "disan":
+            assert variant["config"]["examples_per_step"] == 0
+    for label, row in rows.items():
+        step = row["train"]
+        assert row["encode"] is None and "wall_s" not in step, label
+        assert isinstance(step["kernels"], int) and step["kernels"] > 0, label
+        assert step["kernels_exact"] and _positive(step["bytes_accessed"]), label
+        terms = {"FLOPs": step["flops"] / kernels.H100_PEAK_FLOPS["float32"],
+                 "bytes": step["bytes_accessed"] / kernels.H100_BANDWIDTH,
+                 "launches": step["kernels"] * kernels.LAUNCH_S}
+        assert step["h100_bound_s"] == pytest.approx(max(terms.values())), label
+        assert terms[step["h100_bound_by"]] == max(terms.values()), label
+    assert rows["bag"]["train"]["kernels"] < rows["disan attention_impl=dense"]["train"]["kernels"]
+    report_text = (tmp_path / "report.md").read_text()
+    printed = capsys.readouterr().out
+    for label, row in rows.items():
+        line = f"| {label} | 8 | {row['train']['kernels']:,} |"
+        assert line in report_text and line in printed
+    assert not (tmp_path / "throughput.png").exists()
