@@ -203,6 +203,155 @@ def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_p
     assert best.is_dir()  # reading a run renames nothing
 
 
+@pytest.mark.parametrize("best_k", [1, 2])
+def test_a_damaged_best_checkpoint_stops_a_rerun_with_the_readers_line(tmp_path, best_k):
+    workdir = tmp_path / "run"
+    loop.run(_best_k(best_k), workdir)
+    steps = sorted((workdir / "best").iterdir(), key=lambda path: int(path.name))
+    assert len(steps) == best_k
+    damaged = max(steps[-1].rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
+    _truncate(damaged)  # with best_k 2: the other best checkpoint is intact, and not used
+    before = (workdir / report.RESULTS_FILE).read_text()
+    with pytest.raises(DataError) as error:
+        loop.run(_best_k(best_k), workdir)
+    message = str(error.value)
+    assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
+    assert (workdir / report.RESULTS_FILE).read_text() == before and steps[-1].is_dir()
+
+
+def _best_k(best_k: int) -> ml_collections.ConfigDict:
+    config = _tiny_config()
+    config.checkpoint.best_k = best_k
+    return config
+
+
+def test_equal_dev_scores_keep_the_first_best_whatever_best_k(tmp_path, monkeypatch):
+    # Every dev evaluation during training scores the same: the first (step 10) is the best,
+    # and the test split is evaluated with its parameters whether one or two are kept.
+    real_evaluate, state = loop.evaluate, {"final": False}
+
+    def tied_dev(eval_step, params, batcher, task, mesh):
+        metrics = real_evaluate(eval_step, params, batcher, task, mesh)
+        if not state["final"]:
+            metrics[task.primary_metric] = 0.5
+        return metrics
+
+    real_restore = checkpointing.Checkpoints.restore_best_params
+
+    def restore(self, target=None, step=None):
+        state["final"] = True  # the evaluations after training are the real ones
+        return real_restore(self, target, step)
+
+    monkeypatch.setattr(loop, "evaluate", tied_dev)
+    monkeypatch.setattr(checkpointing.Checkpoints, "restore_best_params", restore)
+    rows = {}
+    for best_k in (1, 2):
+        state["final"] = False
+        (rows[best_k],) = loop.run(_best_k(best_k), tmp_path / f"best_k{best_k}")
+        best = sorted(int(path.name) for path in (tmp_path / f"best_k{best_k}" / "best").iterdir())
+        assert best == [10, 20][:best_k]
+    timing = {"train s", "train peak MiB", "workdir"}
+    same = lambda row: {key: value for key, value in row.items() if key not in timing}
+    assert rows[1]["best step"] == 10 and same(rows[1]) == same(rows[2])
+    for best_k in (1, 2):  # the exporter's choice is the same checkpoint
+        checkpoints = checkpointing.Checkpoints(tmp_path / f"best_k{best_k}", keep=3,
+                                                best_k=best_k, repair=False)
+        assert checkpoints.best_step() == 10
+        checkpoints.close()
+
+
+UNRETRIEVED = """
+import asyncio, gc, sys
+from jaxenc.training import main
+if sys.argv[1] == "quiet":
+    main._quiet_logging()
+
+async def write():
+    raise ValueError("RESOURCE_EXHAUSTED: Error writing in OCDBT database: No space left on "
+                     "device [os_error_code='28']")
+
+loop = asyncio.new_event_loop()
+task = loop.create_task(write())
+loop.run_until_complete(asyncio.sleep(0.01))
+del task
+gc.collect()
+"""
+
+
+def test_orbax_writes_refused_by_a_full_disk_print_nothing_after_the_one_line():
+    # A pending write's exception that nobody retrieved is logged by asyncio when the task is
+    # collected, at exit, after the job's one-line error: the train command drops it.
+    printed = {mode: subprocess.run([sys.executable, "-c", UNRETRIEVED, mode], cwd=REPO,
+                                    capture_output=True, text=True, check=True).stderr
+               for mode in ("plain", "quiet")}
+    assert "Task exception was never retrieved" in printed["plain"]
+    assert printed["quiet"] == ""
+
+
+def test_a_metrics_line_cut_by_a_full_disk_is_dropped_on_resume_with_a_note(finished, tmp_path,
+                                                                            caplog):
+    workdir = _copy(finished, tmp_path)
+    shutil.rmtree(workdir / "checkpoints" / "30")
+    metrics = workdir / report.METRICS_FILE
+    metrics.write_text(metrics.read_text() + '{"step": 31, "split": "tra')
+    caplog.set_level(logging.INFO, logger="jaxenc")
+    loop.run(_tiny_config(), workdir)
+    notes = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
+    assert notes == [f"{metrics}: dropped its last line, 26 characters cut short by a write "
+                     "that did not finish"]
+    records = report.read_metrics(metrics, "train", latest=False)
+    assert [r["step"] for r in records] == list(range(1, 31))
+
+
+# --------------------------------------------------------------------- config.json not trusted
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, r"config.json: missing, while .*checkpoints/30 holds a checkpoint of the run"),
+    ("null", r"config.json: holds a JSON NoneType, not a config object"),
+    ("[]", r"config.json: holds a JSON list, not a config object"),
+    ('{"model": 5}', r"config.json: 'model' is a JSON int, not an object"),
+    ('{"history": {}}', r"config.json: 'history' is a JSON dict, not a list"),
+])
+def test_a_missing_or_malformed_config_json_is_one_line(finished, tmp_path, content, expected):
+    workdir = _copy(finished, tmp_path)
+    path = workdir / checkpointing.CONFIG_FILE
+    path.unlink() if content is None else path.write_text(content)
+    with pytest.raises(ConfigError, match=expected + r".*\(fix: ") as error:
+        loop.run(_tiny_config(), workdir)
+    assert "\n" not in str(error.value)
+
+
+def test_a_hand_edited_config_json_is_refused_by_the_checkpoint(finished, tmp_path):
+    workdir = _copy(finished, tmp_path)
+    path = workdir / checkpointing.CONFIG_FILE
+    saved = json.loads(path.read_text())
+    saved["optim"]["learning_rate"] = 0.1  # and the command line agrees with the edit
+    path.write_text(json.dumps(saved))
+    config = _tiny_config(num_steps=40)
+    config.optim.learning_rate = 0.1
+    with pytest.raises(ConfigError, match=r"checkpoints/30 was saved by a run with a different "
+                                          r"config: optim.learning_rate=0.003 \(config says "
+                                          r"0.1\)") as error:
+        loop.run(config, workdir)
+    assert "\n" not in str(error.value)
+    config.optim.learning_rate = 0.003  # what the checkpoint trained with: config.json differs
+    with pytest.raises(ConfigError, match=r"holds a run trained with a different config"):
+        loop.run(config, workdir)
+
+
+@pytest.mark.parametrize("manifest", ["[]", '{"a": 3}', '{"../../x": [1, "00"]}'])
+def test_a_malformed_checkpoint_manifest_is_named_and_the_checkpoint_set_aside(
+        finished, tmp_path, manifest):
+    workdir = _copy(finished, tmp_path)
+    latest = workdir / "checkpoints" / "30"
+    (latest / "jaxenc_manifest.json").write_text(manifest)
+    path, what = checkpointing.integrity.problem(latest)
+    assert path == latest / "jaxenc_manifest.json" and ("manifest" in what or "outside" in what)
+    loop.run(_tiny_config(), workdir)
+    assert (workdir / "checkpoints" / "30.corrupted").is_dir()
+
+
 # ----------------------------------------------------------------------------- data identity
 
 

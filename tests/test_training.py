@@ -309,7 +309,8 @@ def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_pa
     assert changes == {"model.dtype": ("<absent>", "float32"), "task.split_seed": ("<absent>", -1)}
     other = tiny_config()
     other.task.split_seed = 3  # carves other splits than the saved run's
-    with pytest.raises(ConfigError, match=r"task.split_seed='<absent>' \(config says 3\)"):
+    with pytest.raises(ConfigError, match=r"task.split_seed absent, i.e. -1 \(config says 3; "
+                                          r"resume with --config.task.split_seed=-1\)"):
         checkpointing.check_compatible(tmp_path, other)
     del saved["train"]["patience_min_epochs"]  # 0.0 stops by evaluations alone, as before
     path.write_text(json.dumps(saved))
@@ -317,8 +318,17 @@ def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_pa
     assert changes["train.patience_min_epochs"] == ("<absent>", 0.0)
     other = tiny_config()
     other.train.patience_min_epochs = 1.0  # stops later than the saved run would
-    with pytest.raises(ConfigError, match=r"train.patience_min_epochs='<absent>'"):
+    with pytest.raises(ConfigError, match=r"train.patience_min_epochs absent, i.e. 0.0"):
         checkpointing.check_compatible(tmp_path, other)
+    del saved["optim"]["flatten"]  # optimiser state per leaf: resumes only with flatten off
+    path.write_text(json.dumps(saved))
+    with pytest.raises(ConfigError, match=r"optim.flatten absent, i.e. False \(config says True; "
+                                          r"resume with --config.optim.flatten=False\)"):
+        checkpointing.check_compatible(tmp_path, tiny_config())
+    other = tiny_config()
+    other.optim.flatten = False
+    assert checkpointing.check_compatible(tmp_path, other)["optim.flatten"] == (
+        "<absent>", False)
     del saved["train"]["seed"]  # not a model option: never assumed
     path.write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match="train.seed='<absent>'"):

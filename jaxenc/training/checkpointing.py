@@ -33,6 +33,7 @@ import datetime
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,6 +63,9 @@ DATA_KEY = "data_identity"  # config.json: {split: {"examples": count, "sha256":
 # trained on (a user's files: what their train file held)
 DATASET_KEY = "dataset"
 RECORD_KEYS = (DATA_KEY, DATASET_KEY)  # what config.json records besides the config
+# the config's sections: objects (a model section's own values are checked when it is built)
+CONFIG_SECTIONS = ("model", "task", "data", "optim", "train", "checkpoint", "showcase",
+                   "baselines", "recipes")
 VOCAB_FILE = "vocab.txt"
 LATEST_DIR, BEST_DIR = "checkpoints", "best"
 BASELINES_DIR = "baselines"  # workdir/baselines/<name>: the run of the config's baselines.<name>
@@ -115,15 +119,26 @@ def flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
 
 def _read_run_file(workdir: str | os.PathLike) -> dict | None:
     """config.json of the run in `workdir` as written (config, history, data identity), None
-    when there is none."""
+    when there is none; ConfigError unless it is a JSON object whose config sections (and
+    history) have their types."""
     path = Path(workdir) / CONFIG_FILE
     if not path.is_file():
         return None
+    fix = "(fix: restore it from a copy, or use a new --workdir)"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        values = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not a JSON config ({error}) (fix: restore it, or use a new "
-                          "--workdir)") from None
+        raise ConfigError(f"{path}: not a JSON config ({error}) {fix}") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: holds a JSON {type(values).__name__}, not a config object "
+                          f"{fix}")
+    for key, value in values.items():
+        expected = list if key == HISTORY_KEY else dict
+        if key in CONFIG_SECTIONS + (HISTORY_KEY, *RECORD_KEYS) and not isinstance(
+                value, expected):
+            raise ConfigError(f"{path}: {key!r} is a JSON {type(value).__name__}, not "
+                              f"{'a list' if expected is list else 'an object'} {fix}")
+    return values
 
 
 def saved_config(workdir: str | os.PathLike) -> dict | None:
@@ -188,11 +203,35 @@ def check_compatible(workdir: str | os.PathLike,
                      config: ml_collections.ConfigDict) -> dict[str, tuple[Any, Any]]:
     """The changes {key: (saved, new)} of `config` against the run already in `workdir` that
     a resumed run may make ({} for a new workdir); ConfigError, naming every other changed key,
-    when there is any (or when `workdir` cannot be a directory)."""
-    _check_workdir(Path(workdir))
+    when there is any (or when `workdir` cannot be a directory, or holds checkpoints without
+    its config.json)."""
+    workdir = Path(workdir)
+    _check_workdir(workdir)
     saved = saved_config(workdir)
     if saved is None:
+        found = [path for folder in (LATEST_DIR, BEST_DIR)
+                 for path in _step_folders(workdir / folder)]
+        if found:
+            raise ConfigError(f"{workdir / CONFIG_FILE}: missing, while {found[0]} holds a "
+                              "checkpoint of the run (fix: restore config.json from a copy, or "
+                              "use a new --workdir)")
         return {}
+    return _allowed_changes(saved, config, f"{workdir} holds a run trained with")
+
+
+def check_checkpoint_config(saved: Mapping[str, Any], config: ml_collections.ConfigDict,
+                            checkpoint: Path) -> None:
+    """ConfigError unless `config` may resume from a checkpoint saved with the config `saved`
+    (the plain config a periodic checkpoint keeps, `loop.Position.config`; {} for checkpoints
+    that predate it): what config.json says cannot replace what the run trained with."""
+    if saved:
+        _allowed_changes(saved, config, f"{checkpoint} was saved by a run with")
+
+
+def _allowed_changes(saved: Mapping[str, Any], config: ml_collections.ConfigDict,
+                     holder: str) -> dict[str, tuple[Any, Any]]:
+    """`check_compatible`'s changes of `config` against the plain config `saved`; ConfigError
+    "<holder> a different config: ..." naming the changes a resumed run may not make."""
     plain = config_to_dict(config)
     old, new = flatten(saved), flatten(plain)
     defaults = {**_model_defaults(plain), **ADDED_KEY_DEFAULTS}
@@ -201,16 +240,24 @@ def check_compatible(workdir: str | os.PathLike,
         before, after = old.get(key, _ABSENT), new.get(key, _ABSENT)
         if before != after and not (key == "model.dropout_bits" and _same_dropout(old, new)):
             changes[key] = (before, after)
-    refused = [f"{key}={before!r} (config says {after!r})"
-               for key, (before, after) in changes.items()
+    refused = [_refusal(key, before, after) for key, (before, after) in changes.items()
                if not _resumable(key, before, after, defaults)]
     if refused:
         raise ConfigError(
-            f"{workdir} holds a run trained with a different config: {', '.join(refused)} (fix: "
-            "use a new --workdir for a different config; a resumed run may only change "
+            f"{holder} a different config: {', '.join(refused)} (fix: use a new --workdir for "
+            "a different config; a resumed run may only change "
             f"{', '.join(sorted(RESUMABLE_KEYS))} or the baselines, or increase "
             f"{' / '.join(EXTENSIBLE_KEYS)})")
     return changes
+
+
+def _refusal(key: str, before: Any, after: Any) -> str:
+    """How a refused change reads; a key the saved run predates names the value to resume with."""
+    if before == _ABSENT and key in ADDED_KEY_DEFAULTS:
+        value = ADDED_KEY_DEFAULTS[key]
+        return (f"{key} absent, i.e. {value!r} (config says {after!r}; resume with "
+                f"--config.{key}={value})")
+    return f"{key}={before!r} (config says {after!r})"
 
 
 def _check_workdir(workdir: Path) -> None:
@@ -377,8 +424,8 @@ class Checkpoints:
     Each periodic checkpoint stores the TrainState and a JSON `position` (the loop's own state:
     next epoch and batch index, early-stopping counters); each best checkpoint stores the params
     and the dev metrics they reached. Corrupted checkpoints are set aside as they are found (module
-    doc); with `repair=False` (reading a finished run) a corrupted best checkpoint is a DataError
-    naming the file instead, and nothing is renamed.
+    doc) when periodic; a corrupted best checkpoint is a DataError naming the file, whether the
+    run trains or is read (`repair=False`: nothing is renamed).
     """
 
     def __init__(self, workdir: str | os.PathLike, keep: int, best_k: int, *,
@@ -388,7 +435,8 @@ class Checkpoints:
         self._unsealed: dict[ocp.CheckpointManager, list[int]] = {}  # saved, not yet sealed
         if repair:
             self._set_aside_corrupted(workdir / LATEST_DIR)
-        self._set_aside_corrupted(workdir / BEST_DIR, repair)
+        # A damaged best checkpoint is never replaced by another one: the results name its step.
+        self._set_aside_corrupted(workdir / BEST_DIR, repair=False)
         # Both managers may save the same step at once; in a multi-process run orbax's barriers
         # are named by the step folder, so each manager prefixes its own. The run that trains
         # (`repair`) deletes the temporary folders of saves that never finished (a full disk);
@@ -434,7 +482,13 @@ class Checkpoints:
         return self._latest.latest_step()
 
     def best_step(self) -> int | None:
-        return self._best.best_step()
+        """The step of the best kept checkpoint: the highest dev score, the earliest step among
+        equal scores (the training loop's "best step", `loop.Position.record_evaluation`)."""
+        scores = {step: (self._best.metrics(step) or {}).get("score")
+                  for step in self._best.all_steps()}
+        ranked = [(-score, step) for step, score in scores.items()
+                  if isinstance(score, float) and math.isfinite(score)]
+        return min(ranked)[1] if ranked else None
 
     @contextlib.contextmanager
     def _writing(self, manager: ocp.CheckpointManager, steps: Sequence[int]) -> Iterator[None]:
@@ -508,10 +562,16 @@ class Checkpoints:
                               "again from the start)")
         return None
 
-    def restore_best_params(self, target: Any = None) -> dict:
-        """Params of the best checkpoint, shaped and sharded like `target` when given, else on
-        this process's first device (whatever devices and processes trained them)."""
-        step = self._best.best_step()
+    def restore_best_params(self, target: Any = None, step: int | None = None) -> dict:
+        """Params of the best checkpoint (`best_step`), or of the best checkpoint of `step` (the
+        one a training run's results name), shaped and sharded like `target` when given, else
+        on this process's first device (whatever devices and processes trained them)."""
+        directory = Path(str(self._best.directory))
+        if step is not None and step not in self._best.all_steps():
+            raise DataError(f"the best checkpoint of step {step} is missing",
+                            path=directory / str(step),
+                            fix="retrain, or restore the folder from a copy")
+        step = self.best_step() if step is None else step
         if step is None:
             raise ConfigError("no best checkpoint: no dev evaluation has run, or none gave a "
                               "finite score (fix: train with a dev split until an evaluation "
@@ -528,7 +588,7 @@ class Checkpoints:
                 params=ocp.args.StandardRestore(abstract)))
         except Exception as error:  # as in restore_latest
             raise DataError(f"best checkpoint cannot be restored ({_describe(error)})",
-                            path=Path(str(self._best.directory)) / str(step),
+                            path=directory / str(step),
                             fix="retrain, or restore the folder from a copy") from None
         return restored.params
 

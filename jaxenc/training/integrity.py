@@ -52,8 +52,14 @@ def problem(folder: str | os.PathLike) -> tuple[Path, str] | None:
         files = json.loads(manifest.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return manifest, "not a readable manifest"
+    if not isinstance(files, dict) or not all(
+            isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)
+            and isinstance(entry[1], str) for entry in files.values()):
+        return manifest, "not a manifest of {file: [size, sha256]}"
     for name, (size, digest) in files.items():
         path = folder / name
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            return manifest, f"names {name!r}, outside the checkpoint"
         if not path.is_file():
             return path, "missing"
         if path.stat().st_size != size:

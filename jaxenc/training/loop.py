@@ -351,7 +351,9 @@ class Position:
     record averages so far (`_TrainLog.snapshot`), so that a run resumed between two records
     writes the record an uninterrupted run writes; compiled: {batch shape: the train step's
     compiled footprint in MiB} over all (resumed) runs, for the results row
-    (`measure.footprints_mib`).
+    (`measure.footprints_mib`); config: the plain config of the run that saved the checkpoint
+    (a resumed run is checked against it, not against config.json alone; {} in checkpoints
+    saved without it).
     """
 
     epoch: int = 0
@@ -363,6 +365,7 @@ class Position:
     train_seconds: float = 0.0
     window: dict[str, Any] = dataclasses.field(default_factory=dict)
     compiled: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def record_evaluation(self, step: int, score: float, patience: int, best_k: int,
                           min_steps: int = 0) -> bool:
@@ -732,8 +735,12 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     restored = checkpoints.restore_latest(state)
     if restored is not None:
         state, position = restored[0], Position(**restored[1])
+        checkpointing.check_checkpoint_config(
+            position.config, config,
+            workdir / checkpointing.LATEST_DIR / str(int(state.step)))
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
+    position.config = checkpointing.config_to_dict(config)
     metrics_file(workdir).drop_after(int(state.step))
     if jax.process_index() == 0:
         if not data_recorded:
@@ -746,7 +753,9 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     state, position = fit(setup, state, position, checkpoints)
 
     checkpoints.wait()
-    best = jax.device_put(checkpoints.restore_best_params(state.params), replicated(setup.mesh))
+    tested = position.best_step if position.best_step >= 0 else None  # the step results name
+    best = jax.device_put(checkpoints.restore_best_params(state.params, tested),
+                          replicated(setup.mesh))
     checkpoints.close()
     final = {split: evaluate(setup.eval_step, best, setup.batchers[split], setup.task, setup.mesh)
              for split in EVAL_SPLITS}

@@ -224,8 +224,10 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 class _ReportedWriteErrors(logging.Filter):
-    """Drops orbax's own records (with tracebacks) of a write the operating system refused: the
-    job reports it in one line (`jaxenc.errors.WriteError`)."""
+    """Drops orbax's own records (with tracebacks) of a write the operating system refused, and
+    asyncio's "Task exception was never retrieved" of its pending writes, printed when they are
+    collected at exit: the job reports the refusal in one line (`jaxenc.errors.WriteError`),
+    the last one it prints."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
@@ -236,7 +238,8 @@ def _quiet_logging() -> None:
     """Library INFO chatter (JAX, orbax) off, and orbax's reports of refused writes (reported
     in one line); jaxenc's own progress lines as plain text."""
     absl_logging.set_verbosity(absl_logging.WARNING)
-    logging.getLogger("absl").addFilter(_ReportedWriteErrors())
+    for name in ("absl", "asyncio"):
+        logging.getLogger(name).addFilter(_ReportedWriteErrors())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     ours = logging.getLogger("jaxenc")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import math
 import os
 import statistics
@@ -25,6 +26,8 @@ CURVES_FILE = "curves.png"
 # `encode(list_of_str)` end to end (the train command measures it after training).
 COST, TRAIN_SECONDS, ENCODE_RATE = "cost", "train_seconds", "encode_sentences_per_second"
 AFTER_TRAINING = ("test", COST)  # the splits of records written once training has ended
+log = logging.getLogger(__name__)
+
 LEGEND_ROWS = 14  # runs per column of the curves' legend: a 4-inch figure holds about 14
 
 
@@ -54,9 +57,24 @@ class MetricsLog:
         at `step` writes the later ones, and its test and cost records, again."""
         if not self.enabled or not self.path.is_file():
             return
+        self._drop_cut_line()
         kept = [record for record in read_metrics(self.path, latest=False)
                 if record["split"] not in AFTER_TRAINING and record["step"] <= step]
         write_text_atomic(self.path, "".join(json.dumps(record) + "\n" for record in kept))
+
+    def _drop_cut_line(self) -> None:
+        """Drops a last line without its newline that is not a record: an append the disk cut
+        short (each record is written with its newline in one write), with a note."""
+        text = self.path.read_text()
+        if not text or text.endswith("\n"):
+            return
+        kept, _, last = text.rpartition("\n")
+        try:
+            _record(self.path, text.count("\n") + 1, last)
+        except DataError:
+            log.warning("%s: dropped its last line, %d characters cut short by a write that did "
+                        "not finish", self.path, len(last))
+            write_text_atomic(self.path, kept + "\n" if kept else "")
 
 
 def _plain(value: Any) -> Any:

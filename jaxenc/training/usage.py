@@ -22,6 +22,7 @@ import ml_collections
 from jaxenc.data.registry import DATASETS
 from jaxenc.models import registry
 from jaxenc.models.config import EncoderConfig
+from jaxenc.training.checkpointing import CONFIG_SECTIONS
 from jaxenc.training.optim import OPTIMIZERS
 
 # Meaning of every key outside the model sections, by flat key.
@@ -106,8 +107,6 @@ MEANINGS: dict[str, str] = {
 
 _WIDTH = 100      # of the help text
 _KEY_COLUMN = 40  # where meanings start
-_SECTIONS = ("model", "task", "data", "optim", "train", "checkpoint", "showcase", "baselines",
-             "recipes")
 
 
 def _cut(text: str, pattern: str) -> str:
@@ -244,7 +243,7 @@ def help_text(config: ml_collections.ConfigDict, source: str | None = None) -> s
              "the defaults of --config=train/configs/base.py:bag,trec")
     parts.append(textwrap.fill(f"Config keys (--config.SECTION.KEY=VALUE), with {where}:", _WIDTH,
                                break_on_hyphens=False, break_long_words=False))  # a whole path
-    order = {section: index for index, section in enumerate(_SECTIONS)}
+    order = {section: index for index, section in enumerate(CONFIG_SECTIONS)}
     for section in sorted(config.keys(), key=lambda name: order.get(name, len(order))):
         value = config[section]
         parts.append(f"{section}:")
