@@ -17,9 +17,11 @@ def verify(argv: list[str]) -> str:
 
     parser = argparse.ArgumentParser(
         prog="python -m jaxenc verify",
-        description="Check an export folder as jaxenc.load does before reading it: no symbolic "
+        description="Check an export folder as both readers do before reading it: no symbolic "
         "links, no manifest entry leaving the folder, every file listed in "
-        f"{standalone.MANIFEST_FILE} and every listed file of its size and SHA-256. When all "
+        f"{standalone.MANIFEST_FILE} and every listed file of its size and SHA-256, format.json's "
+        "version, fields, caps and paths, and the headers of the arrays it names (shapes, "
+        "dtypes, uncompressed members; the values are read by the readers). When all "
         "match, print the SHA-256 of the manifest file, as sha256sum prints it (digest, two "
         "spaces, the manifest's path), and exit 0; pass that digest to jaxenc.load(OUT, "
         "sha256=...) or jaxenc.standalone.load(OUT, sha256=...) to load exactly this export. "

@@ -14,8 +14,9 @@ format":
   vocab.txt             the vocabulary (training words, then the words added by vocabulary
                         expansion); found.npy bool[V] under data.oov="drop"
   relations.json        the relation vocabulary of a model with the "relations" field
-  params/               the encoder's parameters (orbax), word table included
-  params.npz            the same parameters for readers without orbax (keys "embed/embedding")
+  params/               the encoder's parameters (orbax), word table included, for orbax
+                        users: neither reader reads it (their sizes could not be checked first)
+  params.npz            the same parameters, what both readers read (keys "embed/embedding")
   head.npz              a classification or relatedness run's task head (keys "head/..."),
                         which `predict` applies (format.json "head": its kind, sizes, label
                         names or score points; jaxenc.prediction)
@@ -25,40 +26,70 @@ format":
   training_config.json  the run's config.json, for the record
   jaxenc_manifest.json  size and SHA-256 of every other file (jaxenc.training.integrity)
 
-The folder is written beside `out_dir` and renamed into place when complete. It holds data
-only, no code: `load` reads it with jaxenc, `jaxenc.standalone.load` with jax and numpy alone.
-Both read nothing outside the folder and only files the manifest vouches for (links, paths
-leaving the folder, unlisted or altered files are refused: jaxenc/standalone.py), and both take
-`sha256=`, the manifest's digest that `python -m jaxenc verify OUT` prints, to pin the export.
-`load` also refuses an export of another format version, in one line.
+The folder is written beside `out_dir` and renamed into place when complete; with `overwrite`
+the export there is first renamed aside (`.OUT.replaced`) and removed once the new one is in
+place, so a process killed at any moment leaves the old export or the new one whole, and the
+next `export` or `load` of OUT finishes the replacement with a one-line warning (`recover`). A
+write the operating system refuses (a full disk, a read-only folder) is one WriteError line.
+
+It holds data only, no code: `load` reads it with jaxenc, `jaxenc.standalone.load` with jax and
+numpy alone. Both check it first as `python -m jaxenc verify OUT` does (`standalone.check`:
+links, paths, the manifest, format.json's fields and caps, the array headers), and `load` also
+checks every array's shape and dtype against the parameters its model config gives (computed
+with `jax.eval_shape`, nothing allocated) before reading it. Both take `sha256=`, the manifest's
+digest that `verify` prints, to pin the export. Every refusal is one ExportError line naming the
+file and the field.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+import ml_collections
 import numpy as np
 
-from jaxenc import __version__, cli, prediction, standalone
+from jaxenc import __version__, cli, files, prediction, standalone
+from jaxenc.data.text_io import TOKENIZERS
+from jaxenc.data.vocab import Vocabulary
 from jaxenc.encoding import DEFAULT_MAX_LENGTH, INDEX, Encoder
-from jaxenc.errors import ConfigError, DataError
-from jaxenc.standalone import FORMAT_FILE, FORMAT_NAME, FORMAT_VERSION, PARAMS_NPZ, SEPARATOR
+from jaxenc.errors import ConfigError, WriteError
+from jaxenc.standalone import (
+    FORMAT_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    PARAMS_NPZ,
+    SEPARATOR,
+    ExportError,
+)
+from jaxenc.structures.relations import RelationVocabulary
 from jaxenc.training import integrity
 
 VOCAB_FILE, FOUND_FILE, RELATIONS_FILE = "vocab.txt", "found.npy", "relations.json"
 HEAD_FILE = "head.npz"
 PARAMS_DIR, FUNCTIONS_DIR = "params", "functions"
 TRAINING_CONFIG_FILE = "training_config.json"
+_RECOPY = "copy the export again from its source, or export the training run again"
+# errno -> the fix offered when writing an export fails with it (others: "check the disk ...")
+_WRITE_FIXES = {errno.ENOSPC: "free disk space there, or pass an OUT on a disk with room",
+                errno.EDQUOT: "free disk space there (quota), or pass an OUT on a disk with room",
+                errno.EACCES: "make the folder writable, or pass an OUT in a writable folder",
+                errno.EPERM: "make the folder writable, or pass an OUT in a writable folder",
+                errno.EROFS: "the file system is read-only: pass an OUT on a writable one"}
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_PLATFORMS = ("cpu", "cuda")
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")  # what jax.export lowers for
+
+log = logging.getLogger(__name__)
 
 
 def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
@@ -85,6 +116,7 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
     Returns: `out_dir`.
     """
     out_dir = Path(out_dir)
+    recover(out_dir)
     _check_arguments(out_dir, batch_size, platforms, overwrite)
     encoder = Encoder.from_workdir(workdir, text_parser=text_parser)
     config = json.loads((Path(workdir) / "config.json").read_text(encoding="utf-8"))
@@ -96,14 +128,35 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
     table = params["embed"]["embedding"][:len(encoder.vocab)]  # expansion pads to a power of 2
     params = {**params, "embed": {**params["embed"], "embedding": table}}
     partial = out_dir.with_name(f".{out_dir.name}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
+    try:
+        if partial.exists():
+            shutil.rmtree(partial)
+        partial.mkdir(parents=True)
+        description = _write_export(partial, encoder, params, config, source, expanded,
+                                    batch_size, tuple(platforms), differentiable, Path(workdir))
+        _replace(partial, out_dir)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        with contextlib.suppress(WriteError):
+            recover(out_dir)  # an export renamed aside goes back
+        reason = error.strerror or str(error) or type(error).__name__
+        kept = f"{out_dir} holds a whole export" if is_export(out_dir) else "nothing written"
+        raise WriteError(f"cannot write {error.filename or partial}: {reason}; {kept} (fix: "
+                         f"{_WRITE_FIXES.get(error.errno, 'check the disk, or pass another OUT')}"
+                         ")") from None
+    print(describe(description, out_dir), flush=True)
+    return out_dir
+
+
+def _write_export(partial: Path, encoder: Encoder, params: dict, config: dict, source: dict,
+                  expanded: dict | None, batch_size: int, platforms: tuple[str, ...],
+                  differentiable: bool, workdir: Path) -> dict[str, Any]:
+    """Writes the whole export into the empty folder `partial`, sealed; returns format.json."""
     loaded = Encoder(encoder.model_config, params, encoder.vocab,
                      lowercase_fallback=encoder.lowercase_fallback, found=encoder.found,
                      relation_vocab=encoder.relation_vocab, buckets=encoder.buckets,
                      bucket_step=encoder.bucket_step)  # what `load` gives: the exact table
-    functions = _write_functions(loaded, partial, batch_size, tuple(platforms), differentiable)
+    functions = _write_functions(loaded, partial, batch_size, platforms, differentiable)
     description = {
         "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
         "created_by": {"jaxenc": __version__, "jax": jax.__version__},
@@ -125,13 +178,9 @@ def export(workdir: str | os.PathLike, out_dir: str | os.PathLike, *,
         "functions": functions,
         "head": encoder.head.description(HEAD_FILE) if encoder.head is not None else None,
     }
-    _write_files(partial, description, encoder, params, Path(workdir))
+    _write_files(partial, description, encoder, params, workdir)
     integrity.seal(partial)
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    partial.rename(out_dir)
-    print(describe(description, out_dir), flush=True)
-    return out_dir
+    return description
 
 
 def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[str, Any]:
@@ -175,12 +224,13 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
          parse_cache_dir: str | os.PathLike | None = None,
          max_length: int = DEFAULT_MAX_LENGTH, long_sentences: str = "truncate",
          token_budget: int | None = None) -> Encoder:
-    """The `Encoder` of an export folder, after checking its format version and every file.
+    """The `Encoder` of an export folder, after checking every file and field.
 
-    Nothing outside the folder is read, and nothing the manifest does not vouch for: a symbolic
-    link inside the folder, a manifest entry or format.json path that leaves it, a file of the
-    folder that the manifest does not list, or a file whose size or SHA-256 differs from the
-    manifest's is refused (`jaxenc.standalone.verify`).
+    Nothing outside the folder is read, nothing the manifest does not vouch for and no array
+    before its header is checked (`jaxenc.standalone.check`, module doc): the word table must be
+    float[vocabulary.size, d], every params.npz array of the shape and dtype the model config
+    gives, every bucket at most `max_length`. A replacement of the export that was stopped is
+    finished first (`recover`).
 
     Args:
       path: an `export` folder.
@@ -194,42 +244,156 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         sentence over max_length tokens (`jaxenc.encoding.Encoder`; the export's functions
         cover its buckets only, `encode` compiles longer ones).
 
-    Raises ConfigError for another format version or a malformed `sha256`, DataError
-    (`standalone.ExportError`) for a folder that is no export, is unsafe (above), or whose files
-    differ from its manifest (truncated, altered, missing), or whose manifest has another digest
-    than `sha256`.
+    Raises `standalone.ExportError` (a one-line DataError) for a folder that is no export, is
+    unsafe, malformed or of sizes beyond the checks above, whose files differ from its manifest,
+    or whose manifest has another digest than `sha256` (for another format version an
+    `ExportVersionError`, also a ConfigError); ConfigError for a malformed `sha256`.
     """
-    import orbax.checkpoint as ocp
-
-    from jaxenc.data.vocab import Vocabulary
-    from jaxenc.structures.relations import RelationVocabulary
-
     folder = Path(path)
-    description = read_description(folder)
-    manifest = standalone.verify(folder, sha256)
-    standalone.check_recorded_paths(folder, description, manifest)
-    with ocp.StandardCheckpointer() as checkpointer:
-        params = jax.device_put(checkpointer.restore(
-            (folder / description["params"]["orbax"]).absolute()))
+    recover(folder)
+    read_description(folder)  # an export, of this version: before every file is hashed
+    manifest, description = standalone.check(folder, sha256)
     vocabulary, structures = description["vocabulary"], description["structures"]
+    source = folder / FORMAT_FILE
+    if description["buckets"][-1] > max_length:
+        raise ExportError(f"field buckets holds {description['buckets'][-1]}, above max_length "
+                          f"{max_length}", path=source,
+                          fix=f"pass max_length={description['buckets'][-1]} to load it")
+    vocab = _built(folder / vocabulary["file"], "vocabulary.file", lambda: Vocabulary.load(
+        folder / vocabulary["file"], lowercase=vocabulary["lowercase"]))
+    if len(vocab) != vocabulary["size"]:
+        raise ExportError(f"{len(vocab)} words, not format.json vocabulary.size "
+                          f"{vocabulary['size']}", path=folder / vocabulary["file"], fix=_RECOPY)
+    found = None
+    if vocabulary["found"]:
+        found = standalone.read_npy(standalone.read_listed(folder, manifest, vocabulary["found"]),
+                                    folder / vocabulary["found"], (len(vocab),), "b")
+    relation_vocab = None
+    if structures["relations"]:
+        relation_vocab = _built(folder / structures["relations"], "structures.relations",
+                                lambda: RelationVocabulary.load(folder / structures["relations"]))
+    options = dict(
+        lowercase_fallback=vocabulary["lowercase_fallback"], found=found,
+        relation_vocab=relation_vocab, tokenizer=tokenizer or description["tokenizer"],
+        text_parser=text_parser or structures["text_parser"], buckets=description["buckets"],
+        bucket_step=description["bucket_step"], parse_cache_dir=parse_cache_dir,
+        dim=description["dim"], name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}",
+        max_length=max_length, long_sentences=long_sentences, token_budget=token_budget)
+    if tokenizer is None and description["tokenizer"] not in TOKENIZERS:
+        raise ExportError(f"field tokenizer is {description['tokenizer']!r}, not one of "
+                          f"{', '.join(TOKENIZERS)}", path=source, fix=_RECOPY)
+    from jaxenc.models.registry import structure_spec
+
+    model = description["model"]
+    _built(source, "model", lambda: structure_spec(ml_collections.ConfigDict(model)))
+    shell = Encoder(model, {}, vocab, **options)  # a ConfigError here names a load argument
+    expected = _built(source, "model", lambda: _parameter_shapes(shell))
+    npz = folder / description["params"]["npz"]
+    flat = standalone.read_npz(
+        standalone.read_listed(folder, manifest, description["params"]["npz"]), npz,
+        lambda headers: _check_shapes(headers, expected, npz, "model"))
     head = None
     if description.get("head"):
-        with np.load(folder / description["head"]["file"], allow_pickle=False) as stored:
-            head = prediction.Head.from_description(
-                description["head"], standalone.unflatten(dict(stored)))
-    return Encoder(
-        description["model"], params,
-        Vocabulary.load(folder / vocabulary["file"], lowercase=vocabulary["lowercase"]),
-        lowercase_fallback=vocabulary["lowercase_fallback"],
-        found=np.load(folder / vocabulary["found"]) if vocabulary["found"] else None,
-        relation_vocab=RelationVocabulary.load(folder / structures["relations"])
-        if structures["relations"] else None,
-        tokenizer=tokenizer or description["tokenizer"],
-        text_parser=text_parser or structures["text_parser"],
-        buckets=description["buckets"], bucket_step=description["bucket_step"],
-        parse_cache_dir=parse_cache_dir, dim=description["dim"],
-        name=f"export-{folder.resolve().name}-{manifest.sha256[:12]}", max_length=max_length,
-        long_sentences=long_sentences, token_budget=token_budget, head=head)
+        head = _read_head(folder, manifest, description)
+    return Encoder(model, jax.device_put(standalone.unflatten(flat)), vocab, head=head,
+                   **options)
+
+
+def recover(out_dir: str | os.PathLike) -> None:
+    """Finishes a replacement of the export `out_dir` that was stopped (`_replace`), with a
+    one-line warning: the export set aside is removed when `out_dir` is in place, else renamed
+    back to `out_dir`. Either way `out_dir` is a whole export, the new or the old."""
+    out_dir = Path(out_dir)
+    aside = _aside(out_dir)
+    if not os.path.lexists(aside):
+        return
+    with files.writing(aside):
+        if os.path.lexists(out_dir):
+            shutil.rmtree(aside)
+            log.warning("removed %s, the export that %s replaced (its removal was stopped)",
+                        aside, out_dir)
+        else:
+            os.rename(aside, out_dir)
+            log.warning("restored the export %s from %s (its replacement was stopped before "
+                        "the new export was in place)", out_dir, aside)
+
+
+def _aside(out_dir: Path) -> Path:
+    """Where `export --overwrite` moves the export it replaces until the new one is in place."""
+    return out_dir.with_name(f".{out_dir.name}.replaced")
+
+
+def _replace(partial: Path, out_dir: Path) -> None:
+    """Renames the complete export `partial` to `out_dir`: the export there is first renamed
+    aside, then removed once the new one is in place. A process killed at any step leaves the
+    old export or the new one whole at `out_dir` or aside (`recover`)."""
+    aside = _aside(out_dir)
+    if os.path.lexists(out_dir):
+        os.rename(out_dir, aside)
+    os.rename(partial, out_dir)
+    if os.path.lexists(aside):
+        shutil.rmtree(aside)
+
+
+def _built(source: Path, field: str, build: Callable[[], Any]) -> Any:
+    """`build()`, whose inputs come from the export: whatever it raises is an ExportError naming
+    `source` and `field` (the builders were written for trusted input, not for an export's)."""
+    try:
+        return build()
+    except ExportError:
+        raise
+    except Exception as error:  # untrusted input: any failure refuses it
+        text = str(error).splitlines()[0][:200] if str(error) else ""
+        raise ExportError(f"{field} cannot be used ({type(error).__name__}: {text})",
+                          path=source, fix=_RECOPY) from None
+
+
+def _parameter_shapes(encoder: Encoder) -> dict[str, jax.ShapeDtypeStruct]:
+    """{"a/b": shape and dtype} of the parameters of `encoder`'s model, as initialising it
+    gives them (`jax.eval_shape`: nothing is allocated)."""
+    from jaxenc.models.registry import build_encoder
+
+    module = build_encoder(encoder.model_config, len(encoder.vocab))
+    fields = {key: value for key, value in encoder.example_batch(encoder.buckets[0], 1).items()
+              if key != INDEX}
+    shapes = jax.eval_shape(lambda: module.init(jax.random.key(0), fields, train=False))
+    return _flat_shapes(shapes["params"])
+
+
+def _check_shapes(headers: dict[str, standalone.ArrayHeader],
+                  expected: dict[str, jax.ShapeDtypeStruct], path: Path, by: str) -> None:
+    """Refuses array headers other than `expected` (keys, shapes, dtypes), naming the first."""
+    given = {key: (header.shape, np.dtype(header.dtype.newbyteorder("=")))
+             for key, header in headers.items()}
+    wanted = {key: (tuple(leaf.shape), np.dtype(leaf.dtype)) for key, leaf in expected.items()}
+    if given != wanted:
+        key = sorted(set(given) ^ set(wanted) or
+                     {key for key in given if given[key] != wanted[key]})[0]
+        show = lambda entry: f"{entry[1]}{list(entry[0])}" if entry else "missing"
+        raise ExportError(f"array {key!r} is {show(given.get(key))}, format.json {by} needs "
+                          f"{show(wanted.get(key))}", path=path, fix=_RECOPY)
+
+
+def _read_head(folder: Path, manifest: standalone.Manifest,
+               description: dict[str, Any]) -> prediction.Head:
+    """The task head of head.npz, its arrays checked against format.json "head" first."""
+    source = folder / FORMAT_FILE
+    shell = _built(source, "head", lambda: prediction.Head.from_description(
+        description["head"], {}))
+    dim = description["dim"]
+
+    def shapes() -> dict[str, jax.ShapeDtypeStruct]:
+        vector = jax.ShapeDtypeStruct((1, dim), np.float32)
+        second = None if shell.kind == "single" else vector
+        return _flat_shapes(jax.eval_shape(
+            lambda u, v: shell.module.init(jax.random.key(0), u, v), vector, second)["params"])
+
+    expected = _built(source, "head", shapes)
+    path = folder / description["head"]["file"]
+    flat = standalone.read_npz(
+        standalone.read_listed(folder, manifest, description["head"]["file"]), path,
+        lambda headers: _check_shapes(headers, expected, path, "head"))
+    return prediction.Head.from_description(description["head"], standalone.unflatten(flat))
 
 
 def is_export(path: str | os.PathLike) -> bool:
@@ -239,20 +403,13 @@ def is_export(path: str | os.PathLike) -> bool:
 
 def read_description(folder: Path) -> dict[str, Any]:
     """format.json of an export folder (a plain file, not a link), checked to be this format's
-    version."""
+    version (`standalone.ExportVersionError`, also a ConfigError); its fields are checked with
+    the whole export (`standalone.check`)."""
     path = folder / FORMAT_FILE
     if not os.path.lexists(path):
-        raise DataError(f"not a jaxenc encoder export (no {FORMAT_FILE})", path=folder,
-                        fix="pass a folder written by `python -m jaxenc export WORKDIR OUT`")
-    try:
-        description = json.loads(standalone.read_file(path).decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataError(f"not readable JSON ({error})", path=path,
-                        fix="copy the export again, or export the training run again") from None
-    problem = standalone.version_problem(description)
-    if problem:
-        raise ConfigError(f"{folder}: {problem}")
-    return description
+        raise ExportError(f"not a jaxenc encoder export (no {FORMAT_FILE})", path=folder,
+                          fix="pass a folder written by `python -m jaxenc export WORKDIR OUT`")
+    return standalone.parse_description(standalone.read_file(path), path)
 
 
 def _check_arguments(out_dir: Path, batch_size: int, platforms: Sequence[str],
@@ -331,8 +488,13 @@ def _write_files(folder: Path, description: dict, encoder: Encoder, params: dict
 
 def _flat(params: dict) -> dict[str, np.ndarray]:
     """{"a/b/c": leaf} of nested params (standalone.unflatten's inverse)."""
-    return {SEPARATOR.join(str(key.key) for key in path): np.asarray(leaf)
-            for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
+    return {key: np.asarray(leaf) for key, leaf in _flat_shapes(params).items()}
+
+
+def _flat_shapes(tree: dict) -> dict[str, Any]:
+    """{"a/b/c": leaf} of nested dicts, the leaves as they are."""
+    return {SEPARATOR.join(str(key.key) for key in path): leaf
+            for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
 def main(argv: Sequence[str] | None = None) -> Path:

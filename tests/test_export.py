@@ -325,6 +325,25 @@ def test_other_versions_and_damaged_files_are_one_line_errors(runs, tmp_path):
         jaxenc.load(tmp_path)
 
 
+def test_a_model_config_that_does_not_fit_the_arrays_is_one_line(runs, tmp_path):
+    """Another layer count: the parameters the config gives (jax.eval_shape) are compared with
+    params.npz's headers before any array is read."""
+    out = runs("transformer").out
+
+    def change(folder):
+        path = folder / standalone.FORMAT_FILE
+        description = json.loads(path.read_text())
+        description["model"]["num_layers"] = 7
+        path.write_text(json.dumps(description))
+
+    resealed(out, tmp_path / "layers", change)
+    with pytest.raises(standalone.ExportError, match=r"array '[^']*layer_2/[^']*' is missing, "
+                       r"format.json model needs float32\[") as error:
+        jaxenc.load(tmp_path / "layers")
+    assert len(str(error.value).splitlines()) == 1
+    assert str(tmp_path / "layers" / "params.npz") in str(error.value)
+
+
 def test_cli_exports_once_and_reports_errors_in_one_line(runs, tmp_path, capsys):
     setup, _, _, enc = runs("bag")
     capsys.readouterr()  # the fixture's export
