@@ -115,7 +115,7 @@ def _repeat(body: Callable[[State], State], init: State, depth: jax.Array) -> St
     """`body` applied to `init` deepest + 1 times or more (module docstring): one `lax.switch`
     over loops of the static `sweep_counts`."""
     counts = sweep_counts(depth.shape[1])
-    index = jnp.searchsorted(jnp.asarray(counts), jnp.max(depth) + 1)
+    index = jnp.sum(jnp.asarray(counts) < jnp.max(depth) + 1)  # the first count >= deepest + 1
     return jax.lax.switch(index, [
         functools.partial(jax.lax.fori_loop, 0, n, lambda _, state: body(state)) for n in counts],
         init)
