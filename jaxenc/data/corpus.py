@@ -1,40 +1,30 @@
 """Any text as an unlabelled corpus: task.dataset="corpus", data.corpus_files=A.txt[,B.txt].
 
-The files hold one sentence a line (UTF-8; a BOM and CRLF line ends are fine, blank lines are
-skipped) and can be of any size: they are streamed line by line, twice, and never read whole.
-Each line is tokenised as the rest of the library tokenises raw text (`text_io.tokenize`,
-lower-cased with data.lowercase). Mean-Max AAE's data rules (spec meanmax_aae.md, the authors'
-data.py) then apply:
+The files hold one sentence a line (UTF-8; BOM, CRLF and blank lines are fine), streamed line by
+line, twice, never read whole; each line is tokenised as raw text is (`text_io.tokenize`,
+lower-cased with data.lowercase). Mean-Max AAE's data rules (the authors' data.py) then apply:
 
 - sentences of `MIN_TOKENS`..`MAX_TOKENS` tokens are kept (4..32), the others are counted;
-- every sentence goes to train, dev or test by a seeded hash of its place (file, line), with
-  task.dev_fraction / task.test_fraction, so the held-out sentences never shape the vocabulary;
+- each sentence goes to train, dev or test by a seeded hash of its place (file, line), with
+  task.dev_fraction / task.test_fraction, so held-out sentences never shape the vocabulary;
 - vocabulary = the training words seen at least data.min_count times that have a vector in
-  data.embeddings (the most frequent data.max_vocab of them when > 0): pass 1 counts, the
-  vectors file is read once for the candidates;
-- pass 2 applies data.corpus_oov to the words outside it (`OOV_RULES`; the Mean-Max AAE configs
-  set it, a config without the key gets the default):
-  "drop_sentences" (default; the authors' data.py: `sent_judge` refuses a sentence with a word
-  outside word2idx) drops such a sentence; "drop_words" drops the words and keeps the sentence
-  (what the authors' `prepare_data` does to a sentence it encodes, and what an encoder trained
-  here does at encode time under data.oov="drop"), dropping only a sentence left without a
-  word; "unk" writes `UNK_TOKEN` in their place (needs data.oov="random" or "hashed", which
-  keep <unk> in the encoder's input). The training words are then the words of the kept
-  training sentences; held-out sentences get the same rule against them (a word no kept
-  training sentence has would be unknown). `jaxenc.training.loop.build_vocabularies` takes the
-  training words whole (`filtered`), as the counts and the vectors were applied here.
+  data.embeddings (the most frequent data.max_vocab of them when > 0);
+- pass 2 applies data.corpus_oov (`OOV_RULES`) to the words outside it: "drop_sentences"
+  (default; the authors' `sent_judge`) drops the sentence; "drop_words" drops the words (as the
+  authors' `prepare_data` and data.oov="drop" at encode time), and a sentence left empty;
+  "unk" writes `UNK_TOKEN` (needs data.oov="random" or "hashed"). Held-out sentences get the
+  same rule against the kept training sentences' words, which
+  `jaxenc.training.loop.build_vocabularies` takes whole (`filtered`).
 
-The kept sentences are returned as Examples ({"train", "dev", "test"}); `CorpusReport` says what
-was read, kept and dropped: sentences and words per split.
+The kept sentences are returned as Examples ({"train", "dev", "test"}); `CorpusReport` counts
+sentences and words read, kept and dropped per split.
 
-`python -m jaxenc.data.corpus` writes the sentences of registered datasets as such a file (the
-small Mean-Max AAE config trains on one). By default (`--exclude transfer`) no transfer-task
-sentence goes in: the sources (`DEFAULT_SOURCES`) are datasets that are no transfer task, and
-every line whose normalised form (`normalise`: lower-cased, whitespace collapsed) is a sentence
-of a transfer task (`TRANSFER_DATASETS`, every split, as far as the data root has it) is left
-out and counted (`BuildReport`). `--exclude none` with `--datasets` naming
-`TRANSFER_TRAIN_SOURCES` too builds the corpus that included the transfer tasks' training
-sentences (SST-2, SICK, TREC, MRPC train; SST's Rotten Tomatoes snippets are MR's and SUBJ's).
+`python -m jaxenc.data.corpus` writes the sentences of registered datasets as such a file. By
+default (`--exclude transfer`) the sources (`DEFAULT_SOURCES`) are no transfer task, and every
+line whose normalised form (`normalise`) is a sentence of a transfer task (`TRANSFER_DATASETS`,
+any split the data root has) is left out and counted (`BuildReport`); `--exclude none` with
+`--datasets` naming `TRANSFER_TRAIN_SOURCES` too builds a corpus with the transfer tasks'
+training sentences (SST's Rotten Tomatoes snippets are MR's and SUBJ's).
 """
 
 from __future__ import annotations
@@ -481,10 +471,10 @@ def write_corpus(lines: Iterable[str], out: str | os.PathLike) -> int:
     return build_corpus([("lines", lines)], out).written
 
 
-# The sentences of shared/data that belong to no transfer task (eval/transfer.py), any split.
+# Registered datasets that are no transfer task (eval/transfer.py), any split.
 DEFAULT_SOURCES = ("multi30k:train,multi30k:dev,multi30k:test,ud_ewt:train,ud_ewt:dev,ud_ewt:test,"
                    "ptb_sample:all,snli:dev")
-# The transfer tasks' training splits, which an earlier default corpus included.
+# The transfer tasks' training splits (`--exclude none --datasets ...` adds them).
 TRANSFER_TRAIN_SOURCES = "sst2:train,sick_r:train,trec:train,mrpc:train"
 EXCLUDE = ("transfer", "none")
 

@@ -1,7 +1,7 @@
 """PSAN's packing plan: the phrases of a batch packed into a few length classes (host side).
 
-Phrase-level self-attention over phrases padded to the batch's longest phrase costs 3.3x DiSAN's
-dense [L, L] attention on SST (shared/spec/psan.md). Instead, for every level t the phrases of all
+Phrase-level self-attention over phrases padded to the batch's longest phrase costs more than
+DiSAN's dense [L, L] attention. Instead, for every level t the phrases of all
 rows of a batch (`<role>/blocks` int32[B, T, L, 2]) go to length classes: class c pads its phrases
 to length L_c (the `scheme`) and has N_{t,c} slots (the `capacity` policy), both fixed per bucket
 length L, so a jitted step compiles once per bucket. The plan is one batch array per level t
@@ -16,10 +16,8 @@ and indices never leave their group, so the plan shards over the mesh axis "data
 Every phrase of every real row is in exactly one slot; padding tokens and filler rows are in none.
 `jaxenc.layers.packing` gathers the slots on device and scatters results back.
 
-Schemes (class lengths of bucket length L; the last class is L, so every phrase has one):
-- "exact": 1, 2, ..., L (no padding inside a class; many small classes);
-- "multiple_of_K": K, 2K, ... (lengths rounded up to a multiple of K, capped at L);
-- "pow2": 1, 2, 4, ... (rounded up to a power of two, capped at L).
+Schemes (class lengths, capped at and ending with L): "exact" 1, 2, ..., L (no padding inside a
+class); "multiple_of_K" K, 2K, ...; "pow2" 1, 2, 4, ....
 
 Overflow: a phrase goes to the shortest class with a free slot among those at least as long as it
 (classes are filled shortest first), so a full class spills into the next longer one and no phrase
@@ -29,18 +27,12 @@ group whose count of phrases of class >= c is at most M_{t,c}. Policies choose M
 - "bound": the sum of the B/G largest per-example counts among the bucket's examples, so every
   batch the bucket can form fits;
 - "planned": the largest group count over the batches of the batcher's epochs [0, `epochs`)
-  (deterministic given its seed), which every planned batch fits exactly. A later batch that does
-  not fit gets the "bound" capacities: never a dropped phrase, at most one more shape (compile)
-  per bucket, logged. Set `epochs` to the run's epoch count;
+  (deterministic given its seed); a later batch that does not fit gets the "bound" capacities
+  (never a dropped phrase, at most one more compile per bucket, logged);
 - "worst": what any batch of the bucket length can need, whatever its sentences: the phrases of a
   level partition a row's n <= L tokens, so a row has at most L // (L_{c-1} + 1) phrases of class
-  >= c. The plan's shapes depend on (L, B, G, T) only, never on the data: what an exported
-  encoder (jaxenc.exporting, one serialised function per bucket) needs. Attention elements are
-  about 2 B L^2 per level, DiSAN's dense count.
-SST training batches of 64, G = 1 (results/psan/packing.md, bench/bench_packing.py): attention
-elements sum_t sum_c N_{t,c} L_c^2 are 0.79 (E = 1) to 0.85 (E = 20) of DiSAN's dense 2 B L^2 with
-"exact" classes and "planned" capacities (data bound: 0.655), 1.44 with "bound" ones (a bucket's
-worst batch is far from a typical one); multiples of 4 and powers of two stay at or above dense.
+  >= c. The shapes depend on (L, B, G, T) only, as an exported encoder needs (one serialised
+  function per bucket); attention elements are about 2 B L^2 per level, DiSAN's dense count.
 """
 
 from __future__ import annotations

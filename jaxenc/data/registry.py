@@ -1,9 +1,10 @@
 """Every dataset by name: what it is (`DATASETS`) and how to read one split of it (`load`).
 
 Folders are relative to the data root (`jaxenc.data.paths.data_dir`: an explicit folder, else
-$JAXENC_DATA_DIR), laid out like shared/data; STS12-16 and STS-B use SentEval's own layout
-(`STS/STS12-en-test/`, `STS/STSBenchmark/`). The embedded `synthetic` dataset needs no folder.
-Readers of other packages (tree formats, the synthetic generator) are imported when first used.
+$JAXENC_DATA_DIR), one folder per dataset (`DatasetInfo.folder`); STS12-16 and STS-B use SentEval's
+own layout (`STS/STS12-en-test/`, `STS/STSBenchmark/`). The embedded `synthetic` dataset needs no
+folder. Readers of other packages (tree formats, the synthetic generator) are imported when first
+used.
 """
 
 from __future__ import annotations

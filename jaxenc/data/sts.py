@@ -1,4 +1,4 @@
-"""STS12-16 and the STS Benchmark in SentEval's folder layouts (heads_and_eval.md).
+"""STS12-16 and the STS Benchmark in SentEval's folder layouts.
 
 - STS12-16: `STS/STS1{2..6}-en-test/STS.input.<subset>.txt` (sentence1 TAB sentence2; further
   columns are ignored) with `STS.gs.<subset>.txt` (one gold score in [0, 5] per line). An empty gold

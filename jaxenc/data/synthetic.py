@@ -22,23 +22,15 @@ Labelling rule (`LABEL_NAMES`; 1 = positive). The value of a clause is
     copular:    polarity(adjective) * (-1 if the VP is negated)
     evaluative: polarity(verb)      * (-1 if the VP is negated)
     reporting:  value(complement)   * (-1 if the VP is negated)
-and the label is positive iff the main clause has value +1. Only the negations on the path from
-the root down the chain of reporting verbs scope over the final predicate, and they compose ("X does
-not think that Y is not good" is positive). Relative clauses, PPs, attributive adjectives and the
-fronted adverbial clause carry polar words and negations of their own but never change the label,
-so the words alone leave the label open: which predicate a "not" belongs to is a matter of
-structure.
-
-Minimal pairs: every draw whose main predicate is copular and that holds a copular distractor of
-the other value is emitted together with the draw that swaps their polar cores ("[not|never]
-[intensifier] adjective"), e.g. "the film that was not good is good ." (positive) and
-"the film that was good is not good ." (negative): the same multiset of tokens, opposite labels.
-About a quarter of the examples belong to such a pair.
-
-Splits: one stream of draws (seed 0) fills all three; a sentence goes to the split chosen by a hash
-of its sorted tokens (train 8/10, dev 1/10, test 1/10 of the hash range, the ratio of SPLIT_SIZES),
-so no multiset of tokens, and in particular no minimal pair, is shared between splits. The splits
-are generated once per process and cached.
+and the label is positive iff the main clause has value +1: only the negations on the path down
+the chain of reporting verbs count, and they compose. Relative clauses, PPs, attributive
+adjectives and the fronted clause carry polar words and negations that never change the label,
+so the words alone leave it open.
+Minimal pairs (about a quarter of the examples): a draw with a copular main predicate and a
+copular distractor of the other value comes with the draw that swaps their polar cores, e.g.
+"the film that was not good is good ." / "the film that was good is not good .".
+Splits: one seeded stream of draws; a hash of a sentence's sorted tokens picks its split (the
+ratio of SPLIT_SIZES), so no multiset of tokens, hence no minimal pair, spans two splits.
 """
 
 from __future__ import annotations

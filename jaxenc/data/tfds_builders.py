@@ -1,41 +1,30 @@
 """Every dataset of the registry as a TFDS builder that writes array_record (no TensorFlow needed).
 
     import jaxenc.data.tfds_builders as jtfds        # registers "jaxenc_<dataset>" for each dataset
-    jtfds.prepare("trec", data_dir=TFDS_DIR, manual_dir="../shared/data")
+    jtfds.prepare("trec", data_dir=TFDS_DIR, manual_dir=DATA)     # DATA/trec/TREC.train, ...
     source = tfds.data_source("jaxenc_trec", data_dir=TFDS_DIR)
     example = jtfds.to_example(source["train"][0])     # the reader's Example, exactly
 
 Where the files come from, first match wins:
   1. the manual dir (`tfds.download.DownloadConfig(manual_dir=DIR)`, default
-     `<data_dir>/downloads/manual`) when it holds the dataset's folder, laid out like shared/data;
+     `<data_dir>/downloads/manual`) when it holds the dataset's folder (`DatasetInfo.folder`);
   2. `$JAXENC_DATA_DIR/<folder>`;
-  3. a download from DOWNLOADS. Each host is first probed with a HEAD request that times out after
-     REACHABILITY_TIMEOUT_S seconds, so offline the build fails at once with a DataError that says
-     to pass the local folder instead of hanging.
-The embedded `synthetic` dataset is generated and needs none of these.
+  3. a download from DOWNLOADS, each host first probed (REACHABILITY_TIMEOUT_S), so offline the
+     build fails at once with a DataError naming the fix. `synthetic` needs none of these.
 
-One record per Example, in the reader's order (shuffling is off):
-  "uid": text, "label" / "fine_label": int32 (-1 = None), "score": float64 (NaN = None), and per
-  sentence role (ROLES[kind]: "sentence"; "first"/"second"; "source"/"target") a dict of
-  "tokens", "deprels", "tags": lists of text; "text", "tree", "binary_tree": text;
-  "heads": int32[n]. An empty tree / heads / deprels / tags stands for None (tokens are never
-  empty), so `to_example` rebuilds the Example exactly.
+One record per Example, in the reader's order: "uid", "label" / "fine_label" (int32, -1 = None),
+"score" (float64, NaN = None), and per sentence role (ROLES[kind]) "tokens", "deprels", "tags",
+"text", "tree", "binary_tree", "heads" (int32[n]); empty stands for None, so `to_example`
+rebuilds the Example exactly.
 
-Structure arrays are precomputed once per dataset with a `StructureConfig`: its
-`structure_fn(example) -> {field: array}` runs on every example (or `split_structure_fn` on a whole
-split at once, so a parser sees all its sentences together) and `structure_spec` declares each
-field's (dtype, rank), e.g. {"sentence/segments": (np.int32, 2)}. They are stored under
-"structures" and read back with `structures_of(record)`. A config is stored under its own name
-(TFDS reuses a build of the same name and version, so rename it when `structure_fn` changes):
-`tfds.data_source("jaxenc_trec/psan", data_dir=TFDS_DIR)` reads it from the files.
+Structure arrays are precomputed once per dataset with a `StructureConfig` (`structure_fn` per
+example or `split_structure_fn` per split; `structure_spec` declares each field's (dtype, rank)),
+stored under "structures", read back with `structures_of(record)`. A config is stored under its
+own name (TFDS reuses a build of the same name and version: rename it when `structure_fn`
+changes), e.g. `tfds.data_source("jaxenc_trec/psan", data_dir=TFDS_DIR)`.
 
-Ready-made configs, one per structure family and parser (`STRUCTURE_FAMILIES`), compute exactly
-the arrays the featurizer computes (both call `jaxenc.structures.arrays`, default options):
-
-    jtfds.prepare("sst5_trees", TFDS_DIR, manual_dir=DATA, config="psan_gold")
-    source = tfds.data_source("jaxenc_sst5_trees/psan_gold", data_dir=TFDS_DIR)
-    jtfds.structures_of(source["train"][0])   # {"sentence/segments": ..., "sentence/blocks": ..}
-
+Ready-made configs, one per structure family and parser (`STRUCTURE_FAMILIES`, e.g.
+`config="psan_gold"`), compute exactly the arrays the featurizer computes (default options).
 Relation ids of the "dt_*" configs come from the parser's fixed label set
 (`family_relation_vocab`): the UD v2 relations for gold trees, the spaCy parser's labels for spaCy.
 """
@@ -107,8 +96,8 @@ _SST_TREES_ZIP = "https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip"
 _SNLI_ZIP = "https://nlp.stanford.edu/projects/snli/snli_1.0.zip"
 _SPLITS = ("train", "dev", "test")
 
-# Data folder (as in shared/data) -> file name in that folder -> where to download it. The GitHub
-# copies are pinned to the commits shared/data/SOURCES.tsv lists, so downloads equal shared/data.
+# Data folder (DatasetInfo.folder) -> file name in that folder -> where to download it. The GitHub
+# copies are pinned to commits, so every download gives the same files.
 DOWNLOADS: dict[str, dict[str, RemoteFile]] = {
     "sick": {name: RemoteFile(f"{_SICK}/{name}")
              for name in ("SICK_train.txt", "SICK_trial.txt", "SICK_test_annotated.txt")},
@@ -218,8 +207,9 @@ def prepare(dataset: str, data_dir: str | os.PathLike, *,
             config: StructureConfig | str | None = None) -> tfds.core.DatasetBuilder:
     """Builds the array_record files of `dataset` under `data_dir` (once) and returns the builder.
 
-    `manual_dir` is a data root laid out like shared/data; `config` adds structure arrays: a
-    StructureConfig or the name of a ready-made one (STRUCTURE_FAMILIES, e.g. "psan_gold").
+    `manual_dir` is a data root with one folder per dataset (`DatasetInfo.folder`); `config`
+    adds structure arrays: a StructureConfig or the name of a ready-made one
+    (STRUCTURE_FAMILIES, e.g. "psan_gold").
     Raises DataError for an unknown dataset or when no source of its files can be reached.
     """
     if dataset not in BUILDERS:
@@ -401,7 +391,7 @@ def _data_root(dataset: registry.DatasetInfo, dl_manager: tfds.download.Download
 
 
 def _download(dataset: registry.DatasetInfo, dl_manager: tfds.download.DownloadManager) -> Path:
-    """Downloads the files of `dataset.folder` into a shared/data-like root and returns the root."""
+    """Downloads the files of `dataset.folder` into a data root and returns the root."""
     fix = (f"pass the local files: manual_dir=DIR (prepare() or tfds.download.DownloadConfig) or "
            f"${paths.DATA_DIR_ENV}=DIR, where DIR/{dataset.folder} is laid out like shared/data")
     files = DOWNLOADS.get(dataset.folder)

@@ -5,8 +5,8 @@ L-BFGS (optax's direction, a batched backtracking line search) until the gradien
 GRAD_TOL or MAX_STEPS steps. A whole grid of fits (folds x L2 strengths) is one jitted call that
 advances all fits together: every fit sees all N rows and a 0/1 mask saying which rows it trains
 on, so every fold has the same shape and the function compiles once per (N, D, folds) shape.
-(Vmapping a per-fit optax.lbfgs instead batches its while loops and conds into selects; on CPU
-that measured 25x slower than the fits one after another.)
+(Vmapping a per-fit optax.lbfgs instead batches its while loops and conds into selects, slower
+on a CPU than the fits one after another.)
 
 Objective of one fit, on the rows with mask 1 (mean / scale are those rows' statistics):
     mean_i CE(softmax(W^T (x_i - mean) / scale + b), y_i) + l2 / 2 * ||W||^2     (b not penalised)

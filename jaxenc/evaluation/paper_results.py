@@ -4,9 +4,9 @@ Metric names and units are those of our results: "accuracy" and "f1" in percent,
 "spearman" as correlations. SST is SentEval's binary SST-2; STS14 is the size-weighted "all".
 
 Sources:
-- PSAN: shared/spec/psan.md = Wu et al. (2018) Table 3.
-- Mean-Max AAE: shared/spec/meanmax_aae.md = Zhang et al. (2018) Table 1.
-- DiSAN: its own paper reports supervised results only (shared/spec/disan.md); its transfer row
+- PSAN: Wu et al. (2018) Table 3.
+- Mean-Max AAE: Zhang et al. (2018) Table 1.
+- DiSAN: its own paper reports supervised results only; its transfer row
   is the re-implementation in Wu et al. (2018) Table 3.
 - GloVe BOW: mean of 300-d GloVe vectors (Conneau et al., 2017, via Zhang et al. Table 1), the
   reference for our bag-of-embeddings baseline.

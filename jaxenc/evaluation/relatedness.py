@@ -6,7 +6,7 @@ batch 64) on minibatches against the sparse target distribution of Tai et al., o
 `lax.scan` per epoch, and the parameters with the best dev Pearson are kept. Which head and loss
 is a name of `HEADS`:
 
-- "tai" (the default, heads_and_eval.md): Tai et al. (2015), a sigmoid hidden layer of 50
+- "tai" (the default): Tai et al. (2015), a sigmoid hidden layer of 50
   (`jaxenc.tasks.heads.RelatednessHead`), KL(target || p) averaged over the batch.
 - "senteval": SentEval's `RelatednessPytorch`, one linear layer and a softmax over
   [|u - v|, u * v] (`jaxenc.tasks.heads.LinearRelatednessHead`), the squared error of p against
@@ -15,14 +15,13 @@ is a name of `HEADS`:
 When dev is read and when training stops is a `RelatednessSchedule` (`SCHEDULES`):
 
 - "senteval" (the default): SentEval's `RelatednessPytorch.run` (the toolkit the encoders'
-  papers evaluate with; heads_and_eval.md leaves the schedule open): dev after every 50 epochs,
+  papers evaluate with; the papers leave the schedule open): dev after every 50 epochs,
   at most 1000 epochs (while the epoch count is <= 1000, so the last block passes it), stop at
   the 4th evaluation without an improvement, counted over the whole run (SentEval's counter is
   never reset by an improvement).
 - "epoch": dev after every epoch, stop 5 epochs after the best one, at most 100 epochs. On
-  frozen 512-d codes epochs 2-6 may not beat epoch 1's dev Pearson although later epochs would,
-  so this schedule may keep an epoch-1 head (results/meanmax_aae: SICK-R 0.60 against 0.78 with
-  "senteval" for the same vectors).
+  frozen codes epochs 2-6 may not beat epoch 1's dev Pearson although later epochs would, so
+  this schedule may keep an epoch-1 head.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     python -m eval.transfer --encoder bag:glove.txt --tasks MR,TREC,SICKR --data_dir DIR --out DIR
 
-or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (heads_and_eval.md):
+or from Python `run_transfer(encoder, tasks, data_dir, out_dir)`. Protocols (SentEval's):
 
 - MR, CR, SUBJ, MPQA: logistic regression, nested stratified 10-fold CV (inner folds choose L2).
 - TREC (6 coarse classes), MRPC (accuracy and F1): 10-fold CV on train chooses L2, refit, test.
@@ -258,7 +258,7 @@ def run_transfer(encoder: SentenceEncoder | str, tasks: str | Sequence[str] = tu
         ("bag:GLOVE_FILE[,FILE...]" where a file may be a registered name such as glove-6b-50d,
         a training run directory or an export folder).
       tasks: names of TASKS (a list or a comma-separated string; case and "-" ignored).
-      data_dir: the data root (shared/data layout); None means $JAXENC_DATA_DIR.
+      data_dir: the data root (jaxenc.data.registry); None means $JAXENC_DATA_DIR.
       out_dir: where results.json, results.md and plots/ go (nothing is written when None).
       seed: the seed of folds, shuffles and initialisations.
       cache_dir: sentence-vector cache; default OUT/cache (no cache without out_dir).

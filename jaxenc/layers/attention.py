@@ -8,39 +8,25 @@ For queries X_q [B, Lq, D_q] and memory X_k [B, Lk, D_k], per head h (H heads of
     O_h = g(P_h V_h)                                                  g: `head_activation`
     out = Concat(O_1..O_H) W_O                                        unless output_projection=False
 
-The extension points are what the encoders need beyond the plain Transformer:
-- score bias: Dependency-Transformer's gated relation scores (computed on device from relation
-  ids; it receives the projected per-head queries [B, Lq, H, d_k] and returns [B, H, Lq, Lk]);
-- normaliser: a function (scores [B, H, Lq, Lk], mask bool[B, 1, Lq, Lk]) -> weights;
-- head activation: PhraseTransformer phase 2 applies a sigmoid to each head's output (eq. 5-7);
-- no output projection, ReLU projections: Mean-Max AAE's encoder (heads concatenated);
-- sparse keys: `key_index` int[(B,) Lq, Kn] lists the Kn memory positions each query may attend
-  (PhraseTransformer phase 2's neighbour lists); K and V are projected once and gathered per
-  query, so scores, mask and weights are [B, H, Lq, Kn] instead of [B, H, Lq, Lk].
-Where the normaliser is the plain masked softmax, no dropout falls on the weights and the keys
-are dense, `implementation="auto"` computes the heads with `jax.nn.dot_product_attention` (XLA's
-attention on CPU and TPU, cuDNN's fused kernel on NVIDIA GPUs where it applies), the score bias
-passed as its additive bias; a query row with no valid key gives zeros, as the masked softmax
-does. "einsum" always takes the path above; "fused" refuses a call the fused path cannot compute
-exactly. The attention weights are computed, and sown into the "intermediates" collection as
-`attention_weights` [B, H, Lq, Lk], only when that collection is mutable (`init`; `jaxenc.viz`
-reads them with `mutable=["intermediates"]`): then the einsum path runs.
-Masks follow `jaxenc.layers.masks` (any object with `rows`/`matrix`, or a bool array).
+Extension points beyond the plain Transformer: a score bias (the Dependency-Transformer's gated
+relation scores: per-head queries [B, Lq, H, d_k] -> [B, H, Lq, Lk]); a normaliser (scores
+[B, H, Lq, Lk], mask bool[B, 1, Lq, Lk]) -> weights; a head activation (PhraseTransformer phase
+2's sigmoid, eq. 5-7); no output projection and ReLU projections (Mean-Max AAE); sparse keys
+(`key_index` int[(B,) Lq, Kn]: K and V projected once and gathered per query, so scores are
+[B, H, Lq, Kn]; PhraseTransformer phase 2's neighbour lists). `implementation="auto"` uses
+`jax.nn.dot_product_attention` (cuDNN's fused kernel on NVIDIA GPUs) where that is exact: plain
+masked softmax, no dropout on the weights, dense keys; "einsum" always takes the path above,
+"fused" refuses a call the fused path cannot compute exactly. A query with no valid key gives
+zeros. The weights are sown as `attention_weights` [B, H, Lq, Lk] into "intermediates" only when
+that collection is mutable (`jaxenc.viz`), and then the einsum path runs. Masks follow
+`jaxenc.layers.masks`. Mixed precision: products in `dtype`, scores normalised in float32.
 
-Decode mode (`decode=True`, the "cache" collection mutable; decoders that generate a sequence a
-few positions at a time) has the same parameters and the same core; only where K and V come
-from changes, so a decoder trained without it decodes with it:
-- self-attention (`position` int32[] and `cache_length` given): the N rows generate a sequence
-  of at most cache_length positions; the call's queries and memory are the inputs at positions
-  p .. p + Lq - 1 (p = position). Their keys and values are written into `cached_key` and
-  `cached_value` [N, cache_length, H, d_k] (zeros when created) at those positions, and query
-  p + i attends the cached positions 0 .. p + i (and where `mask`, over [N, Lq, cache_length],
-  allows). A call projects only its Lq new positions: O(Lq) projections and O(Lq cache_length)
-  attention work, where rerunning the full sequence projects every position.
-- memory attention (no `position`): the call that creates the cache projects the memory's keys
-  and values into `memory_key` and `memory_value` [N, Lk, H, d_k]; later calls read them and
-  ignore `memory` (a cache belongs to one memory), so a step does not project the memory again.
-Mixed precision: projections and products run in `dtype`, scores are normalised in float32.
+Decode mode (`decode=True`, "cache" mutable; same parameters, only where K and V come from
+changes): self-attention (`position` p and `cache_length` given) writes the keys and values of
+positions p .. p + Lq - 1 into `cached_key` / `cached_value` [N, cache_length, H, d_k], and query
+p + i attends cached positions 0 .. p + i (and where `mask` allows); memory attention (no
+`position`) projects the memory once into `memory_key` / `memory_value` [N, Lk, H, d_k] when the
+cache is created, and later calls ignore `memory`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Inverted dropout whose keep/drop decisions can share random words (a faster DiSAN step).
 
-flax's `nn.Dropout` draws one 32-bit threefry word per element. On a CPU that generator is a
-large share of a training step: at batch 64, 64 tokens, d 300, DiSAN's 14.7M dropout decisions
-take ~130 ms of a ~470 ms step outside its attention (bench/bench_disan.py). `Dropout` here is
-`nn.Dropout` when `mask_bits` is 32 (the same module name and random stream, bit for bit), and
-otherwise cuts each 32-bit word into 32 / mask_bits independent uniform integers of `mask_bits`
-bits, one per decision: 16x (2 bits), 8x (4), 4x (8) or 2x (16) fewer words to generate.
+flax's `nn.Dropout` draws one 32-bit threefry word per element, a large share of a CPU training
+step. `Dropout` here is `nn.Dropout` when `mask_bits` is 32 (the same module name and random
+stream, bit for bit), and otherwise cuts each 32-bit word into 32 / mask_bits independent
+uniform integers of `mask_bits` bits, one per decision: 16x (2 bits), 8x (4), 4x (8) or 2x (16)
+fewer words to generate.
 
 The cost: the keep probability becomes a multiple of 2^-mask_bits, the nearest one to
 `1 - rate` (0.75 is exact with 2 bits, 0.7 becomes 179/256 = 0.6992 with 8; 16 bits: within

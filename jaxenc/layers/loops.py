@@ -3,9 +3,8 @@
 DiSAN's blocked and directional attention (`examples_per_step`) and PSAN's packed phrase
 attention (`packed_chunk`) loop over examples or phrases. One item per step (1) is fastest on a
 single CPU device: each step's working set stays in cache. Everything in one step (0) is right on
-accelerators, where each loop step costs kernel launches (a DiSAN train step at L 64 with 1 runs
-about 20x the kernels it runs with 0), and on several devices, where a loop over the batch axis
-that the devices split makes XLA gather the whole batch on every device.
+accelerators, where each loop step costs kernel launches, and on several devices, where a loop
+over the batch axis that the devices split makes XLA gather the whole batch on every device.
 
 "auto", the default of both, lets the platform decide at lowering time
 (`jax.lax.platform_dependent`): 1 on a CPU, 0 elsewhere. A function exported for several

@@ -11,32 +11,21 @@ M_ji = 0 where the mask (jaxenc.layers.masks: DirectionalMask, SegmentMask, Dens
 allows query j to see key i and -inf elsewhere; a query with no valid key outputs zeros.
 
 Three implementations of the same function (`impl`):
-- "dense": the [n, n, d] score tensor at once (the authors' formulation; simple, O(n^2 d) memory).
-- "blocked": a loop over blocks of queries that never holds more than [block, n, d] for one
-  example; `jax.checkpoint` makes the backward pass recompute each block instead of storing it.
-  When the scores are bounded (scaled tanh: |f| < c) the exponentials need no max-subtraction, so
-  one pass over a block computes sum_i e^f ⊙ V_i and sum_i e^f. Any mask; it computes all n^2
-  scores and masks away those the mask removes.
-- "directional": for a DirectionalMask whose keys all lie on one side of the query
-  (forward, backward, causal) and a bounded score, keys are blocked too and query block b meets
-  only the key blocks on its allowed side, the partially masked diagonal block included:
-  (nb + 1) / (2 nb) of the scores for nb blocks, where "blocked" computes them all and masks half
-  away. A `lax.scan` over a static schedule (`_triangle_plan`: query blocks b and nb-1-b share a
-  step, nb + 1 key blocks between them) keeps every shape static and the compile time independent
-  of n; a custom VJP keeps only per-query sums (memory linear in n) and recomputes a step's scores
-  once in the backward pass, where one fused sweep yields the gradients of queries, keys and
-  values. Its block sums are chains of static slices rather than reduce ops (`_block_sum`: XLA:CPU
-  runs them in its own vectorised loops).
-  "directional" is its own value rather than a change of "blocked", so today's blocked numbers
-  stay reproducible (tests/test_pinned_outputs.py) and the two are measured side by side; with
-  any other mask (PSAN's SegmentMask, DenseMask, diag) or an unbounded score it computes what
-  "blocked" computes. "auto" picks it wherever it applies: it is faster than blocked's
-  at every length bench/bench_disan.py measures on a CPU (the DiSAN train step, batch 64, d 300;
-  results/disan/speed.md).
-
+- "dense": the [n, n, d] score tensor at once (the authors' formulation; O(n^2 d) memory).
+- "blocked": a loop over query blocks holding at most [block, n, d] per example, recomputed in
+  the backward pass (`jax.checkpoint`). Bounded scores (scaled tanh: |f| < c) need no
+  max-subtraction, so one pass sums e^f ⊙ V_i and e^f. Any mask: all n^2 scores, masked.
+- "directional": for a DirectionalMask (forward, backward, causal) and a bounded score, query
+  block b meets only the key blocks on its allowed side: (nb + 1) / (2 nb) of the scores. A
+  `lax.scan` over a static schedule (`_triangle_plan`) keeps shapes static and compile time
+  independent of n; a custom VJP keeps per-query sums only (memory linear in n) and recomputes
+  a step's scores once in one fused backward sweep; block sums are static-slice chains
+  (`_block_sum`), which XLA:CPU vectorises. With any other mask or an unbounded score it
+  computes what "blocked" computes, whose outputs stay pinned (tests/test_pinned_outputs.py).
+  "auto" picks it wherever it applies.
 `examples_per_step` examples go through the block loops together: 1 suits a CPU (each block stays
-in cache; bench/bench_disan.py measures blocked faster than dense at every length), the whole batch
-(0) suits accelerators; "auto" picks per platform at lowering time (jaxenc.layers.loops).
+in cache), 0 (the whole batch) accelerators; "auto" picks per platform at lowering time
+(jaxenc.layers.loops).
 """
 
 from __future__ import annotations
@@ -78,7 +67,7 @@ def _attend(queries: jax.Array, keys: jax.Array, values: jax.Array, rows: jax.Ar
     """queries [q, d], keys/values [n, d], rows bool[q, n] -> [q, d].
 
     The scores are [q, n, d] (key_axis=1, the authors' layout) or [n, q, d] (key_axis=0: XLA:CPU
-    reduces a [block, n, d] chunk over its leading axis ~15x slower than over the others, and the
+    reduces a [block, n, d] chunk over its leading axis slower than over the others, and the
     backward pass reduces over queries). fused: one pass accumulating sum_i e^f ⊙ v_i and
     sum_i e^f, valid when |f| <= FUSED_EXP_LIMIT; otherwise a max-subtracted softmax.
     Mixed precision: the scores are computed in the inputs' dtype, the exponentials and the sums
@@ -172,11 +161,10 @@ def _triangle_plan(num_blocks: int, triangle: str) -> tuple[np.ndarray, ...]:
 
 
 def _block_sum(x: jax.Array, axis: int) -> jax.Array:
-    """Sum over a short (block-sized) axis as a chain of static slices. XLA:CPU turns a reduce
-    into a library call that also fuses the producers' broadcast multiplies, measured 1.5x slower
-    for the whole kernel; these adds run in XLA's own loops over materialised inputs. (A tree of
-    halves let XLA fuse tanh/exp into the sliced adds, where they ran 3-5x slower per element
-    at blocks of 8 and 32; with 16 or more terms XLA never fuses a producer into the chain.)"""
+    """Sum over a short (block-sized) axis as a chain of static slices: XLA:CPU turns a reduce
+    into a slower library call that also fuses the producers' broadcast multiplies; these adds
+    run in XLA's own loops over materialised inputs (a chain, not a tree of halves, into which
+    XLA would fuse tanh/exp)."""
     return sum(jax.lax.index_in_dim(x, i, axis, keepdims=False) for i in range(x.shape[axis]))
 
 
@@ -341,27 +329,19 @@ class Token2TokenOptions:
         forward/backward masks with the scaled tanh, and blocked otherwise). "directional"
         elsewhere computes what "blocked" computes (module docstring).
       block_size: queries per block of the blocked implementation; queries and keys per block
-        of the directional one (16 measured fastest on a CPU, bench/bench_disan.py).
+        of the directional one (16 is fastest on a CPU).
       blocked_threshold: the shortest bucket length "auto" computes blocked or directional.
       examples_per_step: examples the blocked and directional loops take per step; 0 = the
-        whole batch (the right choice on accelerators), 1 = one at a time (the fastest on one
-        CPU device, measured 1.7x faster than the whole batch at once for blocked), "auto" =
-        the platform's choice (jaxenc.layers.loops). A data-parallel run over several devices
-        needs 0: the loop walks the batch axis that the devices split, so any other count
-        makes XLA gather the whole batch on every device, which computes all of it
-        (bench/bench_scaling.py; `jaxenc.training.sharding.check_loop_settings` warns).
+        whole batch (right on accelerators), 1 = one at a time (fastest on one CPU device),
+        "auto" = the platform's choice (jaxenc.layers.loops). A data-parallel run over several
+        devices needs 0: any other count makes XLA gather the whole batch, which the devices
+        split, on every device (`jaxenc.training.sharding.check_loop_settings` warns).
     A model config that inherits these fields (DiSAN, PSAN) passes itself as the options.
     """
 
-    # "auto" | "dense" | "blocked" | "directional": which kernel computes token2token attention
-    # (the same function, up to float rounding); "auto" = dense below blocked_threshold tokens,
-    # directional for one-sided directional masks with a bounded score, blocked otherwise.
     attention_impl: str = "auto"
-    # queries per block (blocked); queries and keys per block (directional)
     block_size: int = 16
-    # the shortest bucket length "auto" computes blocked / directional rather than dense
     blocked_threshold: int = 16
-    # examples per step of the blocked and directional loops: 1 on a CPU, 0 (all) on accelerators
     examples_per_step: int | str = AUTO
 
     def __post_init__(self):

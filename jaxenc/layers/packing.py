@@ -260,8 +260,8 @@ def _scatter_tiles(target: jax.Array, index: jax.Array, which: jax.Array,
 def _key_sum(x: jax.Array) -> jax.Array:
     """x [..., key, d] summed over its short (tile-sized) key axis as a chain of static slices.
     For the forward pass's weighted values sum: XLA:CPU hands that reduce of a broadcast product
-    to a library call measured over 10x slower than its own loops on [C, tile, tile, d] tiles
-    (its other reductions here run as fast as reduce ops, which compile faster than chains)."""
+    to a library call slower than its own loops on [C, tile, tile, d] tiles (the other
+    reductions here stay reduce ops, which compile faster than chains)."""
     return functools.reduce(jnp.add, (x[..., i, :] for i in range(x.shape[-2])))
 
 

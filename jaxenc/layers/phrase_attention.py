@@ -6,7 +6,7 @@ Over N = L word nodes + M hypernodes H [B, N, D], per head i (`jaxenc.layers.att
     eq. 6:  A[s, t] = 1 iff words(s) ⊆ words(t) or words(t) ⊆ words(s)   (HypernodeMask)
     eq. 7:  MultiHead'(H, A) = Concat(head'_1, ..., head'_h) W_O
 
-`phrase_mask` says how A enters eq. 5 (spec phrase_transformer.md):
+`phrase_mask` says how A enters eq. 5 (the paper is ambiguous; docs/models.md):
 - "additive" (default): scores outside A are -inf, so a node attends only nodes of its phrases
   (what the text says: "we limit the attention ... to nodes within each phrase");
 - "hadamard": the formula literally, softmax over all real nodes of S ∘ A, so a non-adjacent

@@ -3,8 +3,7 @@
 For head h, query node i, key node j with relation id rel_ij and relation vector r_ij = E[rel_ij]
 (E [R, d_r], row NONE fixed at zero). The ids come from the run's relation vocabulary
 (jaxenc/structures/relations.py): SELF, the arc labels (split into UP / DOWN by which end
-attends, or one per label with model.relation_direction="none"; both, and SELF, are
-interpretations: the paper only says adjacent nodes get "the arc labels"), the distance pairs
+attends, or one per label with model.relation_direction="none"; docs/models.md), the distance pairs
 (a, b) and NONE. This layer only gathers rows of E, whatever the layout:
 
     eq. 1:  S^r_ij = r_ij · V_r                                   (ungated)
@@ -12,22 +11,16 @@ interpretations: the paper only says adjacent nodes get "the arc labels"), the d
     eq. 4:  g_ij = sigmoid((x_i W_ge + r_ij W_gr) · V_g)          W_ge [d, d_r], W_gr [d_r, d_r]
 
 added to the attention scores by eq. 2 (S_ij = S^e_ij + S^r_ij).
-Because V_g and V_r are vectors, eq. 3-4 reduce to gathers from R-vectors (spec
-dependency_transformer.md): alpha_i = x_i · (W_ge V_g), beta = E (W_gr V_g), gamma = E V_r, and
-g_ij = sigmoid(alpha_i + beta[rel_ij]), S^r_ij = g_ij * gamma[rel_ij]. No [L, L, d_r] tensor
-exists in the forward or the backward pass (tests/test_dependency_transformer.py checks the
-jaxpr). NONE (id 0) and padding (-1) contribute exactly zero. Without the gate (`gated=False`,
-Table 3's DT_lr) S^r_ij = gamma[rel_ij], eq. 1.
+Because V_g and V_r are vectors, eq. 3-4 reduce to gathers from R-vectors: alpha_i = x_i ·
+(W_ge V_g), beta = E (W_gr V_g), gamma = E V_r, and g_ij = sigmoid(alpha_i + beta[rel_ij]),
+S^r_ij = g_ij * gamma[rel_ij]. No [L, L, d_r] tensor exists in the forward or the backward pass
+(tests/test_dependency_transformer.py checks the jaxpr). NONE (id 0) and padding (-1) contribute
+exactly zero. Without the gate (`gated=False`, Table 3's DT_lr) S^r_ij = gamma[rel_ij], eq. 1.
 
 gamma and beta are gathered together as one [R, 2H] table by `take_rows`. Off a CPU its backward
-is a one-hot matmul, d_table = onehot(rel)^T g, not the scatter-add that differentiating a gather
-gives: on a GPU that scatter is B L^2 2H atomic adds onto R 2H addresses per layer (3M onto
-1536 at B 64, L 64, R 128, H 6), serialised where they collide. R is the table's num_relations
-rows (128 by default; a vocabulary of the synthetic data's 15 labels uses 37 ids). The whole
-one-hot would have B L^2 R elements, 2^25 (128 MiB in float32) at B 64, L 64, R 128 and 2^29
-(2 GiB) at L 256; it is built in chunks of at most 2^25 elements, so one chunk at L 64 and 16
-at L 256. A CPU keeps the scatter-add, where it is cheap: the matmul made a two-layer
-Dependency-Transformer's train step 1.3x slower there (L 64, B 64).
+is a one-hot matmul, d_table = onehot(rel)^T g, built in chunks of at most 2^25 elements: the
+scatter-add that differentiating a gather gives is B L^2 2H atomic adds onto R 2H addresses,
+serialised where they collide. A CPU keeps the scatter-add, which is cheaper there.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Bag-of-words baseline: the sentence vector is the mean of its word embeddings.
 
 u = (1 / n) sum_{i <= n} e(w_i) over the real tokens; token states are the embeddings themselves.
-This is the "bag-of-embeddings" reference of the SentEval tables (heads_and_eval.md).
+This is the "bag-of-embeddings" reference of the transfer tables (jaxenc.evaluation).
 """
 
 from __future__ import annotations

@@ -53,11 +53,10 @@ class EncoderConfig:
         other normalisers run in float32).
     """
 
-    # {field: the value that computes what the model did before the field existed}, for the
-    # options whose default changed the model's behaviour: a run saved without the field is
-    # read back with this value (jaxenc.training.checkpointing.saved_config), so it resumes,
-    # encodes and exports as it was trained. Options whose default keeps the old behaviour
-    # are not listed.
+    # {field: the value a saved model config that lacks the field is read with}
+    # (jaxenc.training.checkpointing.saved_config): the value that computes what such a config
+    # computes, so the run resumes, encodes and exports as it was trained. Only options whose
+    # default computes something else are listed.
     BEFORE_OPTION: ClassVar[Mapping[str, Any]] = {}
 
     embed_dim: int = 300

@@ -1,4 +1,4 @@
-"""Dependency-Transformer (Ma et al., ICASSP 2022), spec dependency_transformer.md.
+"""Dependency-Transformer (Ma et al., ICASSP 2022).
 
 Input: [root] + words (the featurizer prepends ROOT; node 0 is [root], word i is node i+1), with
 `relations` int32[L, L] and `levels` int32[L] from the sentence's dependency tree
@@ -11,25 +11,14 @@ Input: [root] + words (the featurizer prepends ROOT; node 0 is [root], word i is
              [L, L, d_r] tensor), NONE relations contribute exactly zero, padding keys masked;
     then the Transformer layer (residual + LayerNorm around attention and the FFN), `num_layers`
     times. The sentence vector is the output of the [root] node (`sentence_vector="root"`, the
-    paper's); "mean" averages the word nodes' outputs instead, as the Transformer baseline's
-    mean pooling (the [root] node left out), a departure kept as a named flag.
+    paper's); "mean" averages the word nodes' outputs (the [root] node left out), a departure.
 Table 3 ablations (`variant`): "transformer" (no relations, no levels: the plain Transformer
 encoder with the [root] output), "lr" (relation scores without the gate, no level embedding),
 "rg" (gated relation scores, no level embedding), "full" (everything).
-Ambiguities resolved here (config flags): the relation table is shared by the layers
-(`share_relations`, False = one per layer, as the spec allows); the gate reads the layer's input
-h_i (spec), not the per-head query projection; positions are sinusoidal (`positions`).
-The relation vocabulary (R ids, jaxenc/structures/relations.py) reads two things into Section 2.2
-and Fig. 2, which only say that adjacent nodes get "the arc labels" and nearby nodes their
-distances to the nearest common ancestor:
-- arc directions (`relation_direction`): "split" (default; the spec's layout) gives each label
-  two relations, (label, UP) when the dependent attends to its head and (label, DOWN) when the
-  head attends to its dependent; "none" gives each label one relation for both ends (the
-  caption taken literally: R shrinks by |labels| + 1). The ordered distance pairs (a, b) are
-  the same in both.
-- SELF on the diagonal, in both: a node is its own nearest common ancestor at distances (0, 0);
-  the paper says nothing of i == j, and SELF (not NONE) lets a node's attention to itself carry
-  a learned relation score like every other pair within the distance threshold.
+Flags where the paper is open (docs/models.md): `share_relations` (one relation table for all
+layers, the default, or one per layer); the gate reads the layer's input h_i, not the per-head
+query projection; `positions`; `relation_direction` ("split": (label, UP) and (label, DOWN) per
+label; "none": one relation per label for both ends); SELF is the diagonal's relation.
 """
 
 from __future__ import annotations
@@ -70,8 +59,8 @@ class DependencyTransformerConfig(TransformerSizes):
       parser, max_distance, max_level, keep_subtypes: the structure options (spaCy trees by
         default; "gold" where the data has dependency trees).
       relation_direction: "split" (an arc label is two relations, UP and DOWN, by which end
-        attends) or "none" (one relation per arc label); an interpretation either way (module
-        docstring). Saved with the relation vocabulary (its `direction`).
+        attends) or "none" (one relation per arc label); an interpretation either way
+        (docs/models.md). Saved with the relation vocabulary (its `direction`).
       sentence_vector: "root" (the paper: the [root] node's output) or "mean" (the mean of the
         word nodes' outputs; zeros for a sentence without words).
     """

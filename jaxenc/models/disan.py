@@ -1,4 +1,4 @@
-"""DiSAN: Directional Self-Attention Network (Shen et al., AAAI 2018), spec disan.md.
+"""DiSAN: Directional Self-Attention Network (Shen et al., AAAI 2018).
 
 For a sentence x [n, d_e] of word embeddings, each direction (forward, backward; parameters not
 shared) computes
@@ -11,18 +11,13 @@ shared) computes
 and the sentence vector is the source2token attention over u = [u^fw; u^bw] [n, 2 d_h]:
     eq. 12:    f(u_i) = W sigma(W^(1) u_i + b^(1)) + b
     eq. 13:    s = sum_i softmax_i(f(u_i)) ⊙ u_i                                    [2 d_h]
-Dropout (keep_prob) acts on the inputs of the linear maps, never on the summed values.
+Dropout (keep_prob) acts on the inputs of the linear maps, never on the summed values; j is the
+query and i the key, as in the authors' code (docs/models.md).
 
-The token2token attention is "dense" (the [n, n, d_h] tensor, as the authors), "blocked"
-(blocks of queries against all keys, recomputed in the backward pass) or "directional" (only the
-key blocks the forward/backward mask allows, about half; jaxenc/layers/multidim_attention.py).
-attention_impl="auto" takes directional from `blocked_threshold` tokens up: on a CPU,
-bench/bench_disan.py measures the blocked and directional training steps with memory linear in
-n, far below dense's, and directional's faster than blocked's at every length, the more so with
-the default 2-bit dropout masks (`dropout_bits`, jaxenc/layers/dropout.py) against the blocked
-step with flax's dropout (results/disan/speed.md). `examples_per_step` ("auto": 1 on a
-CPU, 0 = the whole batch on accelerators, chosen per platform at lowering time) is
-jaxenc.layers.loops's.
+`attention_impl`: "dense" (the [n, n, d_h] tensor, as the authors), "blocked" (query blocks
+against all keys, recomputed in the backward pass) or "directional" (only the key blocks the
+mask allows, about half; jaxenc/layers/multidim_attention.py); "auto" takes directional from
+`blocked_threshold` tokens up. `examples_per_step` is jaxenc.layers.loops's.
 """
 
 from __future__ import annotations
@@ -45,7 +40,7 @@ from jaxenc.models.registry import EncoderSpec, encoder_outputs
 
 @dataclasses.dataclass(frozen=True)
 class DiSANConfig(EncoderConfig, Token2TokenOptions):
-    """disan.md: d_h = 300, c = 5, ELU, dropout keep 0.75 (SNLI; 0.7 for SST in the configs).
+    """The paper's sizes: d_h = 300, c = 5, ELU, dropout keep 0.75 (SNLI; 0.7 for SST).
 
     Attributes (besides EncoderConfig's and Token2TokenOptions'):
       hidden: d_h, the width of each direction (the sentence vector is 2 d_h).
@@ -59,13 +54,11 @@ class DiSANConfig(EncoderConfig, Token2TokenOptions):
     c: float = 5.0
     activation: str = "elu"
     keep_prob: float = 0.75
-    # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
-    # (2 for 0.75: sixteen decisions per 32-bit threefry word; 8 for SST's 0.7, rounded to
-    # 179/256 = 0.6992); the DiSAN train step spends far less of its time drawing random bits
-    # on a CPU than with one word per decision (results/disan/speed.md). 8: one random byte per
-    # decision; 32: flax's nn.Dropout bit for bit, one word per decision. The three draw the
-    # same dropout in distribution from different random streams, so a run reproduces
-    # bit for bit only with the value it was trained with.
+    # 0 (AUTO_BITS): the fewest random bits per decision that hold keep_prob exactly (2 for
+    # 0.75; 8 for 0.7, i.e. 179/256), as drawing random words is a large share of a CPU step;
+    # 8: one byte per decision; 32: flax's nn.Dropout bit for bit. All draw the same dropout in
+    # distribution from different random streams, so a run reproduces bit for bit only with the
+    # value it was trained with.
     dropout_bits: int = AUTO_BITS
 
     def validate(self) -> None:

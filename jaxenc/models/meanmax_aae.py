@@ -1,62 +1,30 @@
-"""Mean-Max Attention Autoencoder (Zhang et al., EMNLP 2018), spec meanmax_aae.md.
+"""Mean-Max Attention Autoencoder (Zhang et al., EMNLP 2018).
 
 An unsupervised sentence encoder trained to reconstruct its input (task.dataset="corpus": any text
 file, jaxenc/data/corpus.py). Equation numbers are the paper's.
 
 Encoder (`MeanMaxAAE`), one layer:
-    eq. 1-2   x_t = e_t + p_t                 fixed word vectors (GloVe) + positions: sinusoidal
-                                              (paper) or `max_positions` learned rows (the code)
+    eq. 1-2   x_t = e_t + p_t                 fixed word vectors + `positions` (sinusoidal, or
+                                              `max_positions` learned rows as the code)
     eq. 8     a_t = MultiHead(x_t, x, x)      embed_dim -> model_dim, heads concatenated, NO
-                                              residual and NO output projection (eq. 3-7; the
-                                              code puts a ReLU on the Q/K/V projections:
-                                              `relu_projections`)
+                                              residual, NO output projection (eq. 3-7; ReLU on
+                                              Q/K/V: `relu_projections`)
     eq. 9     ā_t = LN(a_t)
     eq. 10-11 h_t = LN(FFN(ā_t) + ā_t)        FFN model_dim -> ff_dim (ReLU) -> model_dim
     eq. 12-14 z = [max_t h_t ; mean_t h_t]    over the real tokens only: the two memory slots
-The input sequence ends with the end token </s> (`end_token`, on by default): the paper appends
-"an additional </S> token ... to each sequence" (section 3.1) and the authors' code appends it to
-every sentence it encodes: training, dev and decoding batches (data.Data.next) and the SentEval
-sentences of transfer evaluation (run_eval.batcher). So here the encoder itself appends it, at
-every call: tokens [B, L], lengths [B] -> [B, L + 1] with EOS at index lengths[b], lengths + 1
-(`with_end_token`), in training, reconstruction evaluation, export and transfer encoding
-alike; x_t, a_t, h_t and the pooling of eq. 12-14 run over the n words and the </s> (n + 1
-positions). Its vector is the word table's EOS row (fixed, like the words': under data.oov="drop"
-a seeded U(-0.05, 0.05) row, jaxenc/data/embeddings.py; the code reads a fixed vector of its
-own). An empty row (length 0: a batch filler, or a sentence none of whose words has a vector)
-gets no end token and stays a zero vector (the code would encode "</s>" alone).
-Decoder (`MeanMaxDecoder`, the model's own seq2seq decoder), one layer, over y = the embeddings of
-<s> + the target shifted right (the encoder's fixed word table) + its own positions:
+With `end_token` the encoder appends </s> at every call (tokens [B, L] -> [B, L + 1], EOS at
+index lengths[b]; an empty row gets none and stays zero) and eq. 8-14 run over the n + 1 positions.
+Decoder (`MeanMaxDecoder`), one layer, over y = <s> + the target shifted right + positions:
     eq. 15-16 ā_t = LN(MultiHead(y_t, y_<=t, y_<=t))   causal, no residual
     eq. 17-18 ā^z_t = LN(MultiHead(ā_t, z, z) + ā_t)   over the memory slots, residual
     eq. 19-20 h_t = LN(FFN(ā^z_t) + ā^z_t)
     eq. 21    P(w_t | w_<t, z) = softmax(W h_t + b)    over the input vocabulary
-    eq. 22    the token cross-entropy incl. </s> (label smoothing 0.1 as in the code:
-              task.head.decoder.label_smoothing; jaxenc.tasks.tasks.Seq2SeqTask)
-Size: with the authors' conf.json (d_word 300, d_m 2048, 8 heads, d_f 4096, one layer each side,
-a vocabulary of 21,583 words) the model has 94.1M parameters outside the fixed word table, 44.2M
-of them the 2048 x 21,583 output layer (eq. 21); the paper's text says ~39M, which the code's
-sizes do not give (pinned by tests/test_meanmax_aae.py). Positions are sinusoidal by default, as
-the paper's eq. 1-2; the authors' conf.json uses learned ones ("position": "emb",
-`positions="learned"`: 34 rows of d_word on each side, 20,400 more parameters, still 94.1M).
-Every attention here is `jaxenc.layers.attention.MultiHeadAttention` with
-`output_projection=False`; dropout (`dropout_rate`, 0.5) is applied to the inputs and to the
-attention weights, as in the code.
-
-Padding is masked everywhere: padded keys get no attention weight, padded positions are zeroed
-and never pooled, the decoder's padded positions see nothing and are left out of the loss. The
-authors' code does not mask attention: its key mask is sign(sum(x)) of the inputs after the
-positions were added, which is never zero, so padded keys are attended; it gets away with it
-because its batches hold sentences of one length (its pooling does use the length mask).
-
-Outputs (docs/ARCHITECTURE.md "Encoders"): `tokens` h [B, L, model_dim] of the L input positions
-(the end token's state is pooled but not among them: zeros past each sentence's last word);
-`memory` the pooled slots [B, S, model_dim] (S = 2: max slot, mean slot; S = 1 for the
-mean-only / max-only ablations, `pooling`); `memory_mask` bool[B, S], True for every non-empty
-sentence; `sentence` the transfer embedding [B, S * model_dim]: each slot L2-normalised
-separately, then concatenated (max half first), as the authors encode for SentEval. Vocabulary
-expansion (any word of the vectors file can be encoded, words without a vector are dropped) works
-because the word table is fixed: jaxenc/data/expansion.py, used by
-jaxenc.evaluation.encoders.CheckpointEncoder.
+    eq. 22    token cross-entropy incl. </s> (label smoothing: task.head.decoder.label_smoothing)
+Dropout (`dropout_rate`) acts on the inputs and the attention weights; padding is masked
+everywhere (keys, pooling, loss). Outputs: `tokens` h [B, L, model_dim] (the end token's state
+pooled, not returned); `memory` [B, S, model_dim] (S = 2 slots, max then mean; 1 under
+`pooling` "mean" / "max"); `memory_mask` bool[B, S]; `sentence` [B, S * model_dim], each slot
+L2-normalised, then concatenated. Where the paper and the code differ: docs/models.md.
 """
 
 from __future__ import annotations

@@ -1,44 +1,27 @@
-"""PhraseTransformer (ICLR 2020 submission "Attention over phrases"), spec phrase_transformer.md.
+"""PhraseTransformer (ICLR 2020 submission "Attention over phrases").
 
-Nodes of a sentence in bucket length L (structures.md, "PhraseTransformer: hypernodes"):
+Nodes of a sentence in bucket length L (hypernode layout: jaxenc.structures.hypernodes):
     [ L' word nodes | M hypernodes | [CLS] ]                                    N = L' + M + 1
-L' = L, or L + 2 with `boundary_tokens` (below: <s> and </s> are word nodes then);
+L' = L, or L + 2 with `boundary_tokens` (<s> w_1 .. w_n </s>, BOS / EOS, as word nodes);
 - word nodes: h^0 = Dropout(W_in e(w) + PE) (`jaxenc.layers.transformer.input_stage`);
-- hypernodes (eq. 1): every n-gram of 2..k words (`hypernodes="ngram"`; the spans are static for
-  a bucket length, computed at trace time) or one per dependency arc (`"dependency"`, eq. 8, the
-  "semantic PhraseTransformer", from the `members` structure field); Algorithm 1 line 2 starts
-  them as zeros (`hypernode_init="zeros"`; "mean": the mean of their words' h^0);
-- [CLS] (Fig. 2): a learned vector appended after the hypernodes (no token, no position, so the
-  featurizer prepends nothing and `tokens` stays aligned with the words). It takes part in
-  phase 1 only: it is a member of no phrase, Fig. 2 draws it with all-pairs edges alone. So
-  [CLS] sees a layer's phase 2 through the next layer's phase 1 (a one-layer model's sentence
-  vector does not see phase 2 at all; the word states always do).
+- hypernodes (eq. 1): every n-gram of 2..k words (`hypernodes="ngram"`, static spans per bucket
+  length) or one per dependency arc (`"dependency"`, eq. 8, the "semantic PhraseTransformer",
+  from the `members` field); they start as zeros (Algorithm 1 line 2; `hypernode_init`);
+- [CLS] (Fig. 2): a learned vector after the hypernodes (no token, no position), in phase 1 only.
 Each layer (Algorithm 1, lines 4-5, with the Transformer's sublayer wrapping, `residual`):
     phase 1 (eq. 2-3): H <- LN(H + Drop(MultiHead(H)))       over all real node pairs
     phase 2 (eq. 5-7): G <- LN(G + Drop(MultiHead'(G, A)))   G = the word and hypernodes
     FFN:               H <- LN(H + Drop(FFN(H)))             (`feed_forward`)
 with A the eq. 6 adjacency built on device (`jaxenc.layers.masks.HypernodeMask`), phase 2 dense
-or sparse (`jaxenc.layers.phrase_attention`). Padding nodes (words past the length, n-grams that
-run past it, padded arcs) are masked as keys and zeroed after every layer; an empty row is all
-zeros, [CLS] included.
-Outputs (B batch, L bucket length, L' = L + 2 with `boundary_tokens`, else L; M hypernodes):
-- `tokens` [B, L, d]: the states of the sentence's words, aligned with the input tokens (the
-  <s> / </s> nodes of `boundary_tokens` left out), zero past the length;
+or sparse (`jaxenc.layers.phrase_attention`). Padding nodes are masked as keys and zeroed after
+every layer; an empty row is all zeros, [CLS] included.
+Outputs (B batch, L' word nodes, M hypernodes):
+- `tokens` [B, L, d]: the words' states, aligned with the input tokens, zero past the length;
 - `sentence` [B, d]: [CLS];
-- `memory` / `memory_mask`: what a seq2seq decoder's cross-attention reads, by
-  `decoder_memory`: "words" (default) = Algorithm 1, line 6, "return H_k[:n]": the L' word nodes
-  [B, L', d] and bool[B, L'] (the real words, and <s> / </s> with `boundary_tokens`); "nodes" =
-  the word nodes and the hypernodes [B, L' + M, d] and their real slots bool[B, L' + M] (what
-  this encoder gave a decoder before the option existed: a run trained then decodes as it was
-  trained with --config.model.decoder_memory=nodes).
-`boundary_tokens` (default False) wraps the source as <s> w_1 .. w_n </s> (vocabulary ids BOS,
-EOS) on device before the nodes are built: <s> and </s> are word nodes (with positions 0 and
-n + 1), and the n-gram hypernodes of eq. 1 run over the n + 2 tokens, so "<s> w_1" and
-"w_n </s>" are phrases (dependency hypernodes keep their arcs; the boundary tokens have none).
-The paper's text never adds boundary tokens (eq. 1 is over the words w_1 .. w_n); only its
-Fig. 3, the attention of the Multi30k model, shows <s> and </s> as nodes and in hypernodes such
-as "<s> a" and ". </s>" (the authors' translation input, presumably), so the flag is off by
-default and off in the Multi30k configs, whose plain Transformer twin sees no boundary tokens.
+- `memory` / `memory_mask` for a seq2seq decoder (`decoder_memory`): "words" = Algorithm 1,
+  line 6, H_k[:n]: [B, L', d], bool[B, L']; "nodes" = words and hypernodes [B, L' + M, d],
+  bool[B, L' + M].
+What the paper leaves open ([CLS], boundary tokens, the eq. 5 mask): docs/models.md.
 """
 
 from __future__ import annotations
@@ -86,14 +69,13 @@ class PhraseTransformerConfig(TransformerSizes):
         hypernode per dependent (no fixed bound), and the literal Hadamard form weighs every
         node.
       hypernode_init: "zeros" (Algorithm 1: "pad m x d zeros") or "mean" of the members' h^0.
-      residual: the Transformer's residual + LayerNorm around each sublayer (the spec's choice;
-        Algorithm 1 shows the bare attentions, which residual=False gives).
+      residual: the Transformer's residual + LayerNorm around each sublayer (Algorithm 1 shows
+        the bare attentions, which residual=False gives).
       feed_forward: a position-wise FFN sublayer after phase 2 (not in Algorithm 1).
       decoder_memory: what a seq2seq decoder attends (module docstring): "words" (Algorithm 1,
         line 6: H_k[:n], the word nodes) or "nodes" (the word nodes and the hypernodes).
       boundary_tokens: wrap the source in <s> ... </s> before the nodes are built, so n-gram
-        hypernodes include the boundary tokens (Fig. 3; module docstring). False: the words only
-        (eq. 1).
+        hypernodes include the boundary tokens (Fig. 3). False: the words only (eq. 1).
     """
 
     BEFORE_OPTION = {**TransformerSizes.BEFORE_OPTION, "decoder_memory": "nodes"}

@@ -1,4 +1,4 @@
-"""PSAN: Phrase-level Self-Attention Network (Wu et al., EMNLP 2018), spec psan.md.
+"""PSAN: Phrase-level Self-Attention Network (Wu et al., EMNLP 2018).
 
 Memory M^(0) = the word embeddings [n, d]. For each division level t (the finest, T, first):
     eq. 1:  a_ij = sigma(W_a1 p_i + W_a2 p_j + b_a) + M_ij, M_ii = -inf       within a phrase P
@@ -7,33 +7,26 @@ Memory M^(0) = the word embeddings [n, d]. For each division level t (the finest
     eq. 4:  G = sigmoid(W_g [M; C] + b_g), M^(t) = G ⊙ sigma(W_m [M; C] + b_m)  (shared by levels)
     eq. 5:  e_i = W_e2 sigma(W_e1 m_i + b_e1) + b_e2, v = sum_i softmax_i(e_i) ⊙ m_i   -> v [d]
 sigma = ELU. PSA (eq. 1-2) is DiSAN's token2token attention with ELU scores and a diag-disabled
-same-phrase mask (jaxenc.layers.multidim_attention), computed three ways that agree:
-"dense" (an [L, L] SegmentMask), "streaming" (DiSAN's query-blocked loop over the same mask) and
-"packed" (the default: the batcher's packing plan gathers the phrases of a level across the batch
-into a few length classes, jaxenc.data.packing, and `jaxenc.layers.packing.phrase_attention`
-attends within them in tiles of `packed_tile` positions, so attention costs about
-sum_c N_c L_c^2 score elements instead of B L^2, in one fixed set of operations per level
-whatever the number of classes: its train step compiles in about the dense form's time).
-Dropout (keep_prob) acts on the inputs of the linear maps; the three forms share parameters and,
-in training, dropout masks (the projections act on the tokens [B, L, d] in all three).
+same-phrase mask, computed three ways (`psa_impl`) that agree, sharing parameters and dropout
+masks: "dense" (an [L, L] SegmentMask), "streaming" (DiSAN's query-blocked loop) and "packed"
+(the default: the phrases of a level packed across the batch into length classes,
+jaxenc.data.packing, attended in tiles, about sum_c N_c L_c^2 score elements instead of B L^2).
+Dropout (keep_prob) acts on the inputs of the linear maps.
 
-Flags (Table 4 ablations and ambiguity resolutions, psan.md):
-- `division`: "syntactic" (the tree's, structures.md), "equal" (w/o syntactic division: equal
-  phrases, same counts), "sentence" (w/o PSA: sentence-level attention, one phrase per level).
+Flags (Table 4 ablations and what the paper leaves open, docs/models.md):
+- `division`: "syntactic" (the parse tree's, jaxenc.structures.psan), "equal" (w/o syntactic
+  division: equal phrases, same counts), "sentence" (w/o PSA: sentence-level attention, one
+  phrase per level).
 - `single_level`: 0 = PSA on every level; k = on level k only (the other levels are skipped).
 - `memory`: "gated" (eq. 4 exactly as printed: no (1 - G) ⊙ M term), "highway" (M^(t) = G ⊙
   sigma(W_m [M; C] + b_m) + (1 - G) ⊙ M), "concat" (w/o gated memory: the levels' PSA outputs of
   M^(0) concatenated, then sigma(W [C_1; ..; C_T] + b)).
 - `level_order`: "fine_to_coarse" (level T first, the paper) or "coarse_to_fine".
-- `memory_norm`: "none" (the paper) or "layer": a LayerNorm (learned scale and offset, shared by
-  the levels as eq. 4's weights are) on every updated memory M^(t) (on the combined memory under
-  `memory="concat"`). A deviation for the pair heads: eq. 3's ELU of |p - p~| and p ⊙ p~ and eq.
-  4 without a (1 - G) ⊙ M path give every token a large common component, so the sentence
-  vectors of different sentences point almost the same way (mean cosine 0.88 at initialisation,
-  0.998 after SICK-R training) and a relatedness head comparing two of them cannot learn
-  (results/psan/README.md). Normalising each memory row removes the common offset per level.
-- `model_dim`: the paper has none (d = the embedding width); when the embeddings are narrower
-  (50-d GloVe here) a linear map W_in projects them to model_dim first (a deviation).
+- `memory_norm`: "none" (the paper) or "layer", a deviation for the pair heads: a LayerNorm (shared
+  by the levels) on every updated memory M^(t) (the combined one under "concat"). Eq. 3-4 give every
+  token a large common component, so different sentences' vectors point almost the same way; the
+  norm removes it.
+- `model_dim`: d; narrower embeddings are projected to it by W_in first (a deviation).
 """
 
 from __future__ import annotations
@@ -67,13 +60,13 @@ MEMORIES = ("gated", "highway", "concat")
 LEVEL_ORDERS = ("fine_to_coarse", "coarse_to_fine")
 MEMORY_NORMS = ("none", "layer")
 # What parser="auto" reads where the data ships no phrase trees: spaCy's dependency parse derived
-# into phrases (structures.md), the default before "auto".
+# into phrases (jaxenc.structures.derive).
 TEXT_PARSER = "spacy-constituency"
 
 
 @dataclasses.dataclass(frozen=True)
 class PSANConfig(EncoderConfig):
-    """psan.md: d = 300, ELU, T = 3 levels, min split length 4, dropout 0.5, GloVe fixed.
+    """The paper's sizes: d = 300, ELU, T = 3 levels, min split length 4, dropout 0.5, GloVe fixed.
 
     Attributes (besides EncoderConfig's; module docstring for the flags):
       model_dim: d (the embeddings are projected to it when narrower).
@@ -116,8 +109,8 @@ class PSANConfig(EncoderConfig):
     activation: str = "elu"
     keep_prob: float = 0.5
     # 0 (AUTO_BITS): the fewest random bits per dropout decision that hold keep_prob exactly
-    # (2 for 0.5: fewer random words on a CPU, as DiSANConfig.dropout_bits); 8: the default
-    # from commit cf25ab5 to c76d7d3; 32: flax's nn.Dropout, as every run before commit cf25ab5.
+    # (2 for 0.5: fewer random words on a CPU, as DiSANConfig.dropout_bits); 8: one byte per
+    # decision; 32: flax's nn.Dropout bit for bit.
     dropout_bits: int = AUTO_BITS
     psa_impl: str = "packed"
     block_size: int = 16

@@ -44,7 +44,7 @@ class TransformerSizes(EncoderConfig):
         (`jaxenc.layers.attention`); all three compute the same function.
     """
 
-    BEFORE_OPTION = {"attention": "einsum"}  # a run saved before the option resumes exactly
+    BEFORE_OPTION = {"attention": "einsum"}  # a saved config without it resumes exactly
 
     model_dim: int = 300
     num_layers: int = 2

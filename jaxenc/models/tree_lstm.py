@@ -15,21 +15,15 @@ sentence's root word), so every real node has one. The sentence vector is h of t
 root word (the node whose head is the [root] node), the root of the dependency tree as in Tai
 et al.; the [root] node's own state is only in `tokens` / `memory`.
 
-Sweeps: one sweep F applies eqs. 2-8 at every node of the batch at once, from the current states
-of its children: h~ and eq. 7's sum are one batched matmul with the children matrix
-A[b, j, k] = [heads[b, k] = j] (built once; no scatter atomics forward or backward), the
-x-projections W x + b are computed once, and padding states are zero. From zero states, the s-th
-sweep makes exact every node whose subtree is less than s levels deep (the leaves first) and
-leaves exact nodes as they are, so deepest + 1 sweeps give every state and more change nothing;
-deepest is the batch's largest depth (arcs up to the [root] node, by pointer doubling on device in
-`node_depths`: exact for any depth, where the `levels` field is clipped). The sweep count
-is the smallest of `sweep_counts(L)` (8, 16, 32, ..., then L) >= deepest + 1: one `lax.switch`,
-taken once on device, over loops of static length, so the work follows the batch's depth (within
-a factor 2 past 8 sweeps), with no branch per level. Backward: the states are the fixed point
-S = F(S), and J = dF/dS is nilpotent (a state reads only its children's), so the states' total
-cotangent is sum_{m <= deepest} (J^T)^m S_bar, summed by the same number of sweeps of J^T, the
-pullback of one sweep linearised at the final states; the backward pass keeps only the final
-(h, c) and one sweep's residuals, whatever the depth.
+Sweeps: one sweep F applies eqs. 2-8 at every node of the batch at once from its children's
+current states (h~ and eq. 7's sum: one matmul with A[b, j, k] = [heads[b, k] = j]; padding
+states zero). From zero states the s-th sweep makes exact every node whose subtree is less than
+s levels deep, so deepest + 1 sweeps suffice (deepest: the batch's largest depth, by pointer
+doubling in `node_depths`, exact where the `levels` field is clipped); the count is the
+smallest of `sweep_counts(L)` (8, 16, 32, ..., then L) that suffices, one `lax.switch` over
+loops of static length. Backward: the states are the fixed point S = F(S) and J = dF/dS is
+nilpotent, so the cotangent sum_{m <= deepest} (J^T)^m S_bar takes as many sweeps of J^T; only
+the final (h, c) and one sweep's residuals are kept, whatever the depth.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Syntax structures: trees in, fixed-shape integer arrays out (shared/spec/structures.md).
+"""Syntax structures: trees in, fixed-shape integer arrays out (host side, numpy).
 
 - `trees`: `Tree` (constituency), `DependencyTree`, the PTB bracket format.
 - `formats`: CoNLL-U, the NLTK Penn Treebank sample zips, bracket-per-line files.

@@ -1,4 +1,4 @@
-"""A sentence's structure arrays for every model, at natural length (shared/spec/structures.md).
+"""A sentence's structure arrays for every model, at natural length.
 
 One place computes them, so the featurizer (`jaxenc.data.featurize`) and the TFDS builds
 (`jaxenc.data.tfds_builders`) store exactly the same arrays. Fields (n = number of words):
@@ -51,8 +51,8 @@ PARSER_NAMES = ("gold", "spacy", "spacy-constituency", "benepar")
 # A model's parser option left for its config to resolve (jaxenc.models.config.AUTO): "gold" where
 # the dataset ships the trees (jaxenc.training.validation), else `text_parser`.
 AUTO_PARSER = "auto"
-# PSAN's phrase division: the tree's (structures.md), equal-length phrases with the same counts
-# (Table 4, "w/o syntactic division"), or the whole sentence as one phrase at every level.
+# PSAN's phrase division: the tree's (jaxenc.structures.psan), equal-length phrases with the
+# same counts (Table 4, "w/o syntactic division"), or the whole sentence as one phrase per level.
 DIVISIONS = ("syntactic", "equal", "sentence")
 # The 37 universal relations of Universal Dependencies v2: the relation vocabulary of gold UD trees.
 UD_RELATIONS = (

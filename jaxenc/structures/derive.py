@@ -1,11 +1,10 @@
 """A constituency-like tree from a dependency tree, for PSAN when no constituency parse exists.
 
-shared/spec/structures.md, "Trees in / Derived": each token's projective subtree is a contiguous
-span (the head word plus its dependents' spans). A token whose subtree is not contiguous
-(non-projective arcs) gets the smallest contiguous span covering it, and is counted. Spans are
-kept from the longest down; a span that crosses one already kept (only possible after such a
-fallback) is dropped, its words join the enclosing phrase. On a projective tree every subtree
-span is kept, so the phrases are exactly the dependency subtrees.
+Each token's projective subtree is a contiguous span (the head word plus its dependents' spans). A
+token whose subtree is not contiguous (non-projective arcs) gets the smallest contiguous span
+covering it, and is counted. Spans are kept from the longest down; a span that crosses one already
+kept (only possible after such a fallback) is dropped, its words join the enclosing phrase. On a
+projective tree every subtree span is kept, so the phrases are exactly the dependency subtrees.
 
 Phrase nodes are labelled with the arc label of their head word; words are unlabelled leaves.
 """

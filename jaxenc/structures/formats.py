@@ -1,9 +1,9 @@
 """Tree files: CoNLL-U, the NLTK Penn Treebank sample zips, and bracket-per-line files.
 
-structures.md ("Trees in"): CoNLL-U multi-word lines (`3-4`) and empty nodes (`8.1`) are skipped;
-NLTK `.dp` files have no arc labels, so every label is `dep`; `.mrg` trees lose their `-NONE-`
-traces and function tags (`Tree.strip_ptb`). Text files are read by `text_io.read_lines`, so bad
-UTF-8, an empty file and every malformed tree are DataErrors naming the file and line.
+CoNLL-U multi-word lines (`3-4`) and empty nodes (`8.1`) are skipped; NLTK `.dp` files have no arc
+labels, so every label is `dep`; `.mrg` trees lose their `-NONE-` traces and function tags
+(`Tree.strip_ptb`). Text files are read by `text_io.read_lines`, so bad UTF-8, an empty file and
+every malformed tree are DataErrors naming the file and line.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """PhraseTransformer hypernodes (host side) and their adjacency matrix A (device side).
 
-Implements shared/spec/structures.md, "PhraseTransformer: hypernodes". Nodes of a sentence padded
-to bucket length L are the L word nodes followed by the hypernodes:
+Nodes of a sentence padded to bucket length L are the L word nodes followed by the hypernodes:
 - n-gram hypernodes: every span of 2..k adjacent words (paper eq. 1: j - i < k) in a fixed layout,
   all spans of length 2, then 3, ..., k, each as (start, end) with `end` inclusive; a span running
   past the real sentence length is invalid. m = sum_{l=2..k} (L - l + 1).

@@ -236,7 +236,7 @@ def _spacy_pipeline(model: str) -> spacy.language.Language:
 
 
 class SpacyConstituencyParser:
-    """Constituency-like trees derived from spaCy dependency trees (structures.md, "Derived"), so
+    """Constituency-like trees derived from spaCy dependency trees (jaxenc.structures.derive), so
     PSAN runs on any text with only spaCy installed. Arguments as `SpacyParser`'s."""
 
     name = "spacy-constituency"

@@ -1,7 +1,7 @@
 """PSAN phrase division: segment ids per level and the phrase lists of the blocked kernel.
 
-Implements shared/spec/structures.md, "PSAN: phrase segment ids per level" (Wu et al. 2018,
-Sec. 2.2: "a phrase will not be further divided if its length is smaller than 4"):
+The paper's rule, made precise (Wu et al. 2018, Sec. 2.2: "a phrase will not be further divided if
+its length is smaller than 4"):
 1. level 0 is the whole sentence; unary chains are collapsed (descend while one child);
 2. at level t = 1..T every phrase of level t-1 with >= `min_split_len` words is replaced by the
    spans of its children (after collapsing unary chains); shorter phrases are carried over;

@@ -1,7 +1,7 @@
 """Dependency-Transformer relation ids, tree levels and node heads (Ma et al. 2022, Fig. 2).
 
-Implements shared/spec/structures.md, "Dependency-Transformer". A `[root]` node is prepended: word i
-(0-based) is node i+1 and head 0 means the root node. For "node i attends to node j":
+A `[root]` node is prepended: word i (0-based) is node i+1 and head 0 means the root node. For "node
+i attends to node j":
 - i == j: SELF;
 - j is the head of i: (label(i), UP); i is the head of j: (label(j), DOWN) (direction "split");
   with direction "none" both are the one relation label(dependent);
@@ -11,18 +11,9 @@ Implements shared/spec/structures.md, "Dependency-Transformer". A `[root]` node 
 Labels are the universal part before ':' unless `keep_subtypes`; labels not seen when the vocabulary
 was built map to UNK_LABEL ((UNK_LABEL, UP/DOWN) with "split", so the direction survives).
 
-What the paper fixes and what is read into it: Section 2.2 and the Fig. 2 caption say only that
-"for the adjacent nodes, we assign the relations to the arc labels in the dependency tree" and
-that nearby non-adjacent nodes get "their distances to the nearest common ancestor",
-concatenated. Two parts of this layout are interpretations:
-- the UP / DOWN split (`direction="split"`, the default, the spec's layout): the arc label plus
-  which end attends (dependent -> head or head -> dependent), two relations per label. The paper
-  names no direction; `direction="none"` is the literal reading, one relation per arc label for
-  both ends. The distance pairs stay ordered in both: (a, b) is the caption's concatenation, and
-  (2, 0) (grandparent) and (0, 2) (grandchild) differ whatever the arcs do.
-- SELF for the diagonal: the paper does not say what a node attending to itself gets. By the
-  distance rule a node is its own nearest common ancestor at distances (0, 0), within any
-  threshold, so SELF is that pair under its own name (not NONE); it is kept in both directions.
+The paper (Section 2.2, Fig. 2) names neither the UP / DOWN split (`direction="none"` is the
+literal reading) nor SELF (a node is its own nearest common ancestor at (0, 0), so SELF is that
+pair under its own name, in both directions); docs/models.md.
 """
 
 from __future__ import annotations

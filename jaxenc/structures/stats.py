@@ -4,11 +4,11 @@
     python -m jaxenc.structures.stats --conllu ud_english_ewt/en_ewt-ud-dev.conllu
 
 Prints a markdown table with the PSAN paper's SST-5 row beside the measured one, so the division
-(jaxenc.structures.psan, shared/spec/structures.md) can be checked against the paper. Phrases per
-sentence is the mean of P_t over sentences; words per phrase is all words over all phrases of the
-level (each phrase weighted equally). `segment_stats` counts the same from segment ids (the
-"segments" structure arrays); results/psan/table1.py applies it to every dataset the project
-parses, with the paper's whole Table 1 (`PAPER_TABLE1`) beside.
+(jaxenc.structures.psan) can be checked against the paper. Phrases per sentence is the mean of P_t
+over sentences; words per phrase is all words over all phrases of the level (each phrase weighted
+equally). `segment_stats` counts the same from segment ids (the "segments" structure arrays);
+results/psan/table1.py applies it to every dataset the project parses, with the paper's whole
+Table 1 (`PAPER_TABLE1`) beside.
 """
 
 from __future__ import annotations

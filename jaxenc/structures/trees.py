@@ -1,7 +1,5 @@
 """Constituency and dependency trees, and the PTB bracket format.
 
-Follows shared/spec/structures.md, "Trees in".
-
 A constituency `Tree` is the PTB bracket string made into objects. A pre-terminal such as `(NN dog)`
 is one leaf node: `Tree("NN", [], word="dog")`; a bare word inside a bracket (SNLI's unlabelled
 `*_binary_parse`, `( ( Two women ) ... )`) is a leaf with the empty label. A label is the text right
@@ -19,7 +17,7 @@ from collections.abc import Iterator
 from jaxenc.data.records import Sentence
 from jaxenc.errors import StructureError
 
-# PTB escapes of brackets and quotes (structures.md), mapped back for embedding look-up.
+# PTB escapes of brackets and quotes, mapped back for embedding look-up (the original is kept).
 PTB_ESCAPES = {
     "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
     "``": '"', "''": '"',
@@ -103,7 +101,7 @@ class Tree:
         return stripped
 
     def collapse_unary(self) -> Tree:
-        """A copy with every unary chain replaced by its lowest node (structures.md, PSAN 1)."""
+        """A copy with every unary chain replaced by its lowest node (PSAN division, step 1)."""
         node = self
         while len(node.children) == 1:
             node = node.children[0]

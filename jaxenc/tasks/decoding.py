@@ -1,32 +1,25 @@
 """Greedy and beam-search decoding with static shapes and a key/value cache, and corpus BLEU
 with sacrebleu.
 
-Both decoders call a step function `step_fn(tokens int32[N, T], t int32[], cache) -> (logits
-float32[N, V], cache)`: tokens is the buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD,
-...], the logits give y_{t+1}, and the cache (any pytree whose leaves have the N rows as their first
-axis) carries what the model keeps of positions 0..t. A key/value-cached step
-(`jaxenc.tasks.tasks.translate`) reads only tokens[:, t]: each decoder self-attention layer keeps
-the keys and values of the positions so far, [N, max_length, H, d_k], allocated up front and written
-at t (and each memory attention the memory's, projected once), so a step costs O(1) positions of the
-decoder plus O(max_length) attention reads, and a sequence O(T) positions. `full_buffer_step` wraps
-a `logits_fn` that reruns the decoder over the whole buffer (a causal decoder's logits at t see
-positions 0..t only, so the padding after t changes nothing) with an empty cache: O(T) positions per
-step, O(T^2) per sequence, the reference the cached decoders are tested and timed against. It reads
-the token buffer alone, so it checks the cache bookkeeping rather than sharing it.
+Both decoders call `step_fn(tokens int32[N, T], t int32[], cache) -> (logits float32[N, V],
+cache)`: tokens is the buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD, ...], the
+logits give y_{t+1}, and the cache (a pytree whose leaves have the N rows first) carries what the
+model keeps of positions 0..t. A key/value-cached step (`jaxenc.tasks.tasks.translate`) reads
+only tokens[:, t] and keeps each decoder self-attention's keys and values [N, max_length, H,
+d_k], written at t: O(1) decoder positions per step. `full_buffer_step` reruns a causal
+`logits_fn` over the whole buffer with an empty cache (O(T^2) per sequence), the reference the
+cached decoders are tested against.
 
-The cache never changes shape, so each function compiles once per (batch, source bucket) and one
-`lax.while_loop` stops as soon as every row has produced EOS (or after max_length tokens).
-Outputs are int32[B, max_length]: y_1 .. y_n, EOS, then PAD (0); a row that never produced EOS is
-cut at max_length. Rows the caller marks `done` (the filler rows of a padded batch) start finished
-and stay PAD, so they never keep the loop going.
+The cache never changes shape, so each function compiles once per (batch, source bucket); one
+`lax.while_loop` stops once every row has produced EOS (or after max_length tokens). Outputs are
+int32[B, max_length]: y_1 .. y_n, EOS, then PAD (0); a row without EOS is cut at max_length.
+Rows marked `done` (a padded batch's filler rows) start finished and stay PAD.
 
-Beam search keeps `beam_size` hypotheses per row, ranked at every step by the length-normalised
-log-probability log P(y) / lp(y), lp = ((5 + |y|) / 6) ** length_penalty (Wu et al. 2016; 0 = no
-normalisation), |y| counting EOS. A finished hypothesis stays in the beam with its score and can
-only be extended by PAD at no cost; the result is the best-scoring hypothesis. The cache rows
-follow their hypotheses: after each step every cache leaf is gathered by the beam each new
-hypothesis extends (flax's wmt example's `gather_beams`). One hypothesis (beam_size=1) is exactly
-greedy decoding.
+Beam search keeps `beam_size` hypotheses per row, ranked by log P(y) / lp(y), lp = ((5 + |y|) /
+6) ** length_penalty (Wu et al. 2016; 0 = no normalisation), |y| counting EOS. A finished
+hypothesis stays in the beam, extended only by PAD at no cost; the result is the best-scoring
+one. Cache rows follow their hypotheses (every leaf gathered by beam, as flax's wmt example's
+`gather_beams`). beam_size=1 is exactly greedy decoding.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Task heads on top of sentence / token encodings (spec: heads_and_eval.md). The seq2seq
+"""Task heads on top of sentence / token encodings (docs/models.md, "Heads"). The seq2seq
 decoder is `jaxenc.layers.transformer.TransformerDecoder`.
 
 B batch, D sentence width, L token positions, K classes.
@@ -17,7 +17,7 @@ from jaxenc.layers.attention import DEFAULT_KERNEL_INIT
 from jaxenc.layers.dense import get_activation
 
 # Pair feature name -> f(u, v). SentEval: "|u-v|,u*v"; InferSent/SNLI: "u,v,|u-v|,u*v";
-# DiSAN/PSAN NLI: "u,v,u-v,u*v" (signed difference).
+# DiSAN NLI: "u,v,u-v,u*v" (signed difference); PSAN NLI: "u,v,|u-v|,u*v".
 PAIR_FEATURES = {
     "u": lambda u, v: u,
     "v": lambda u, v: v,

@@ -143,8 +143,8 @@ def _read_run_file(workdir: str | os.PathLike) -> dict | None:
 
 def saved_config(workdir: str | os.PathLike) -> dict | None:
     """The config.json of the run in `workdir` (its history and data identity left out), None
-    when there is none. A model option the run predates and whose default changed the model's
-    behaviour (`EncoderConfig.BEFORE_OPTION`) reads as the value the run was trained with."""
+    when there is none. A model option the saved config lacks, and whose default computes
+    something else (`EncoderConfig.BEFORE_OPTION`), reads as the value the run was trained with."""
     saved = _read_run_file(workdir)
     if saved is not None:
         for key in (HISTORY_KEY, *RECORD_KEYS):
@@ -164,11 +164,11 @@ def _fill_options_before(model: dict) -> None:
 
 
 def _model_defaults(config: Mapping) -> dict[str, Any]:
-    """{"model.FIELD": default} of the model `config` (plain values) names: an option added to
-    the model after a run was saved may resume at its default. For most such options that is
-    what the model computed before; `dropout_bits` (added in commit cf25ab5) is not: a DiSAN or
-    PSAN run saved before it resumes with the default's narrower dropout masks (the same dropout
-    in distribution, another random stream) unless the config says model.dropout_bits=32."""
+    """{"model.FIELD": default} of the model `config` (plain values) names: an option a saved
+    config lacks may resume at its default. For most such options the default computes what the
+    config without it computes; `dropout_bits` does not: a DiSAN or PSAN config without it
+    resumes with the default's narrower dropout masks (the same dropout in distribution, another
+    random stream) unless it says model.dropout_bits=32."""
     name = config.get("model", {}).get("name")
     try:
         defaults = encoder_spec(name).config().to_dict()

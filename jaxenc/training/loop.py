@@ -3,35 +3,26 @@
 `run(config, workdir)` trains the configured model, then each baseline of `config.baselines`
 (in workdir/baselines/<name>: same task, data and optimiser, another model section), for each of
 `train.seeds` seeds (`planned_runs`), and writes one results table and one curves plot for all
-of them. `train_and_evaluate(config, workdir)` is
-one such training run:
+of them. `train_and_evaluate(config, workdir)` is one such training run:
 
-- refuses to resume on other data than the run was trained on: config.json records each split's
-  example count and content hash (`checkpointing.data_identity`), compared on resume (the same
-  data at another data.data_dir resumes; a run that predates the record resumes uncompared and
-  records it);
+- refuses to resume on other data than it was trained on (each split's example count and content
+  hash, `checkpointing.data_identity`; the same data at another data.data_dir resumes; a run
+  that predates the record resumes uncompared and records it);
 - evaluates on dev every `train.eval_every` steps (0: once per epoch) and at the end, keeps the
   `checkpoint.best_k` best parameter sets by the task's primary metric, stops after
   `train.patience` evaluations without improvement (0: never) once `train.patience_min_epochs`
-  passes over the training data have also gone by since the best one (0: the evaluations alone
-  decide), then evaluates the best parameters on dev and test;
-- saves the full state every `checkpoint.every` steps (0: at every evaluation) and resumes from
-  the latest checkpoint in `workdir` automatically: params, optimiser state, step, RNG key and the
-  data position (epoch, batch index), so a resumed run continues exactly like an uninterrupted one;
-- appends metrics to metrics.jsonl and shows a progress bar with the loss and throughput; a
-  "train" record averages the steps since the previous one, also across a resume (the steps
-  since the last record are saved with each checkpoint);
+  passes have also gone by since the best one, then evaluates the best parameters on dev and test;
+- saves the full state (params, optimiser state, step, RNG key, data position) every
+  `checkpoint.every` steps (0: at every evaluation) and resumes from the latest checkpoint
+  exactly like an uninterrupted run, "train" records included;
+- appends metrics to metrics.jsonl, with a progress bar of loss and throughput;
 - on SIGTERM or SIGINT ends the step in progress, saves a checkpoint at it and raises
-  `Preempted` (`jaxenc.training.preemption`: every process of a multi-process run saves the
-  same step), so that rerunning resumes it;
-- holds `workdir/.lock` while it trains (`jaxenc.training.locking`): a second run on the same
-  workdir fails at once with `WorkdirInUseError` naming the first one's PID;
-- a step whose loss or gradient norm is nan or inf, or whose loss is above
-  `train.divergence_bound` (a diverged run: jaxenc.configs), stops the run with one line naming
-  it (`train.nonfinite="stop"`: the last good checkpoint stays the latest) or has its update
-  skipped (`"skip"`); a dev evaluation that is not finite never becomes a best checkpoint;
-- a write the operating system refuses (a read-only workdir, a full disk) stops the run with one
-  line naming the path (`jaxenc.errors.WriteError`); the checkpoints before it stay intact.
+  `Preempted` (`jaxenc.training.preemption`: every process saves the same step); holds
+  `workdir/.lock` while it trains (a second run fails naming the first one's PID);
+- stops with one line (`train.nonfinite="stop"`) or skips the update (`"skip"`) of a step whose
+  loss or gradient norm is nan or inf or whose loss is above `train.divergence_bound`; a dev
+  evaluation that is not finite never becomes a best checkpoint; a write the system refuses is
+  one line naming the path (`jaxenc.errors.WriteError`), earlier checkpoints intact.
 """
 
 from __future__ import annotations

@@ -91,10 +91,10 @@ def check_loop_settings(encoder_config: object, mesh: Mesh) -> None:
     """Warns when an encoder's attention loop steps through the batch's items where that is slow
     (jaxenc.layers.loops): on an accelerator, or on several devices, where the loop walks the
     batch axis that the devices split and XLA gathers the whole axis on every device, which
-    computes all of it (no data-parallel speed-up; 8 CPU devices measured 3.6x slower than with
-    0). The loops are DiSAN's blocked token2token attention and PSAN's streaming form
-    (`examples_per_step`) and PSAN's packed phrase attention (`packed_chunk`). "auto" warns only
-    on several CPU devices, where it takes one item per step."""
+    computes all of it (no data-parallel speed-up). The loops are DiSAN's blocked token2token
+    attention and PSAN's streaming form (`examples_per_step`) and PSAN's packed phrase attention
+    (`packed_chunk`). "auto" warns only on several CPU devices, where it takes one item per
+    step."""
     devices, backend = mesh.shape[DATA_AXIS], jax.default_backend()
     impl, psa_impl = (getattr(encoder_config, name, None)
                       for name in ("attention_impl", "psa_impl"))
