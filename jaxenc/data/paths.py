@@ -17,7 +17,7 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
         raise DataError(
             "no data folder given",
             fix=f"pass --config.data.data_dir=DIR or set {DATA_DIR_ENV}=DIR "
-            "(a folder laid out like shared/data: sick/, trec/, sst_ptb_trees/, ...)",
+            "(one folder per dataset: sick/, trec/, sst_ptb_trees/, ...; layout: docs/data.md)",
         )
     path = Path(value).expanduser()
     if not path.is_dir():

@@ -102,7 +102,7 @@ def load(name: str, split: str, data_dir: str | os.PathLike | None = None) -> li
         if not folder.is_dir():
             raise DataError(f"folder of dataset {name!r} not found", path=folder,
                             fix=f"put the {name} files in <data root>/{info.folder} "
-                                "(layouts: shared/data/README.md, shared/spec/heads_and_eval.md)")
+                                "(layout: docs/data.md)")
     examples = _READERS[name](folder, split)
     if not examples:
         raise DataError(f"dataset {name!r} has no {split} examples", path=folder,
@@ -132,7 +132,7 @@ def _existing(path: Path) -> Path:
     """`path`, or a DataError naming it when it is not a file."""
     if not path.is_file():
         raise DataError("file not found", path=path,
-                        fix="check the data folder holds this file (layout: shared/data/README.md)")
+                        fix="check the data folder holds this file (layout: docs/data.md)")
     return path
 
 

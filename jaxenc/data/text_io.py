@@ -140,7 +140,7 @@ def read_lines(path: str | os.PathLike, *, encoding: str = "utf-8") -> list[Line
     if not path.is_file():
         raise DataError("file not found", path=path,
                         fix="check the data folder holds this file "
-                            "(layouts: shared/data/README.md, docs/ARCHITECTURE.md)")
+                            "(dataset layouts: docs/data.md)")
     data = path.read_bytes()
     if not data:
         raise DataError("the file is empty", path=path,

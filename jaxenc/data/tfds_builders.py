@@ -151,8 +151,8 @@ class _RegistryBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     RELEASE_NOTES = RELEASE_NOTES
     DATASET: registry.DatasetInfo
     MANUAL_DOWNLOAD_INSTRUCTIONS = (
-        "Put the dataset's folder, laid out like shared/data (see shared/data/README.md), in the "
-        "manual dir: DownloadConfig(manual_dir=DIR) reads DIR/<folder>.")
+        "Put the dataset's folder, laid out as docs/data.md describes, in the manual dir: "
+        "DownloadConfig(manual_dir=DIR) reads DIR/<folder>.")
 
     def _info(self) -> tfds.core.DatasetInfo:
         dataset = self.DATASET
@@ -393,7 +393,8 @@ def _data_root(dataset: registry.DatasetInfo, dl_manager: tfds.download.Download
 def _download(dataset: registry.DatasetInfo, dl_manager: tfds.download.DownloadManager) -> Path:
     """Downloads the files of `dataset.folder` into a data root and returns the root."""
     fix = (f"pass the local files: manual_dir=DIR (prepare() or tfds.download.DownloadConfig) or "
-           f"${paths.DATA_DIR_ENV}=DIR, where DIR/{dataset.folder} is laid out like shared/data")
+           f"${paths.DATA_DIR_ENV}=DIR, where DIR/{dataset.folder} is laid out as docs/data.md "
+           "describes")
     files = DOWNLOADS.get(dataset.folder)
     if not files:
         raise DataError(f"dataset {dataset.name!r} has no download source and its folder "

@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "(logistic regression / relatedness head / cosine, as SentEval) and write "
         "OUT/results.md, OUT/results.json and OUT/plots/<TASK>.png.",
         epilog="Example: python -m eval.transfer --encoder bag:glove.840B.300d.txt "
-        "--tasks MR,CR,TREC,SICKR --data_dir ../shared/data --out results/bag")
+        "--tasks MR,CR,TREC,SICKR --data_dir DATA --out results/bag")
     parser.add_argument("--encoder", required=True,
                         help="bag:GLOVE_FILE[,GLOVE_FILE...] for the mean-of-word-vectors baseline "
                         "(a file or a packaged source such as glove-6b-50d; several are merged, "
@@ -335,8 +335,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                         "whose data folder is missing is an error unless --skip_missing "
                         "(default: every task, those without data skipped)")
     parser.add_argument("--data_dir", default=None,
-                        help="data root laid out like shared/data (default: "
-                        f"${paths.DATA_DIR_ENV})")
+                        help="data root, one folder per dataset as docs/data.md describes "
+                        f"(default: ${paths.DATA_DIR_ENV})")
     parser.add_argument("--skip_missing", action="store_true",
                         help="skip (with a note) the tasks whose data folder is missing")
     parser.add_argument("--out", required=True, help="output folder for the report")
