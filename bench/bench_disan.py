@@ -174,7 +174,7 @@ def print_table(cells: list[dict[str, str]], peak_flops: float) -> None:
 def write_report(path: Path, cells: list[dict[str, str]], peak_flops: float,
                  argv: list[str]) -> None:
     """`--out`: the command, date and machine, then the table as markdown (the file
-    results/tables.py reads)."""
+    reports.performance reads)."""
     command = " ".join(["python -m bench.bench_disan", *argv])
     text = (f"`{command}` on {datetime.date.today().isoformat()}, "
             f"{jax.devices()[0].platform}: {machine_line(peak_flops)}.\n\n"

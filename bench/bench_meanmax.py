@@ -8,7 +8,7 @@ sentences of 4..32 tokens (the word ids are random: the cost does not depend on 
 bucket is compiled before the clock starts, then `steps` steps run with buckets in the corpus's
 proportions. Reported: sentences/s (wall), process CPU seconds per sentence (less sensitive to
 a shared machine) and the load average, to judge the wall rate by; `--out` also writes them as a
-one-row markdown table (results/meanmax_aae/bench_{small,paper}.md, read by results/tables.py).
+one-row markdown table (results/meanmax_aae/bench_{small,paper}.md, read by reports.meanmax_aae).
 
     python -m bench.bench_meanmax --config=small --corpus=corpus.txt --steps=60
     python -m bench.bench_meanmax --config=paper --corpus=corpus.txt --steps=3 --vocab=21583 \

@@ -15,9 +15,6 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import functools  # noqa: E402
-import importlib.util  # noqa: E402
-import sys  # noqa: E402
-import types  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -96,18 +93,3 @@ def _noisy_params(model, batch, seed: int = 0) -> dict:
 def noisy_params() -> Callable[..., dict]:
     """noisy_params(model, batch, seed=0) -> parameters (see `_noisy_params`)."""
     return _noisy_params
-
-
-@pytest.fixture(scope="session")
-def load_script() -> Callable[[str, str], types.ModuleType]:
-    """load_script(path relative to the repository, module name) -> the script imported as a
-    module (the results/ scripts are not a package)."""
-
-    def load(relative: str, name: str) -> types.ModuleType:
-        spec = importlib.util.spec_from_file_location(name, REPO / relative)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-
-    return load

@@ -1,22 +1,21 @@
 """The DiSAN kernel benchmark (python -m bench.bench_disan): one tiny run of the real train steps,
-checked for the report `--out` writes (the table results/tables.py reads), never for its timings:
+checked for the report `--out` writes (the table reports.performance reads), never for its timings:
 every variant at every length, `vs blk` the reference blocked step's time over each row's, and
 the lengths compiled for memory only left untimed."""
 
 import math
 
 from bench import bench_disan
+from reports.run_files import read_rows
 
 TINY = ["--batch=2", "--embed_dim=8", "--hidden=8", "--vocab=20", "--repeats=1",
         "--blocked_sizes=4", "--directional_sizes=4", "--floor", "--blocked_at_default_bits"]
 
 
-def test_out_writes_every_variant_with_ratios_to_the_reference_blocked_step(tmp_path,
-                                                                             load_script):
+def test_out_writes_every_variant_with_ratios_to_the_reference_blocked_step(tmp_path):
     out = tmp_path / "kernels.md"
     bench_disan.main(["--lengths=8", "--memory_lengths=16", *TINY, f"--out={out}"])
-    tables = load_script("results/tables.py", "results_tables")
-    rows = tables.read_rows(out)
+    rows = read_rows(out)
     timed = [(row["impl"], row["block"], row["bits"]) for row in rows if row["L"] == "8"]
     assert timed == [("dense", "-", "2"), ("blocked", "4", "32"), ("blocked", "4", "2"),
                      ("directional", "4", "2"), ("no t2t", "-", "2")]

@@ -1,10 +1,11 @@
 """PSAN's memory benchmark (python -m bench.bench_psan): its reports' ratios against hand-computed
-ones, the Table 5 report read back the way results/bench_tables.py reads it, and one tiny
+ones, the Table 5 report read back the way reports.performance reads it, and one tiny
 compile-mode run; never its timings."""
 
 import argparse
 
 from bench import bench_psan
+from reports.run_files import read_rows
 
 ROWS = [  # label, temp / peak MiB, step seconds: every model of the Table 5 report
     dict(label="PSAN packed", temp_mib=30.0, peak_mib=150.0, step_s=0.02),
@@ -14,13 +15,11 @@ ROWS = [  # label, temp / peak MiB, step seconds: every model of the Table 5 rep
 ]
 
 
-def test_table5_report_gives_each_peak_over_disan_dense_and_the_transformer(tmp_path,
-                                                                             load_script):
+def test_table5_report_gives_each_peak_over_disan_dense_and_the_transformer(tmp_path):
     args = argparse.Namespace(bucket=24, batch=64, repeats=3)
     out = tmp_path / "table5_memory_24.md"
     out.write_text(bench_psan.table5_report(ROWS, 0.25, args), encoding="utf-8")
-    tables = load_script("results/tables.py", "results_tables")
-    rows = {row["model"]: row for row in tables.read_rows(out)}
+    rows = {row["model"]: row for row in read_rows(out)}
     assert list(rows) == [row["label"] for row in ROWS]
     expected = {"PSAN packed": ("1.20x", "3.00x"), "PSAN dense": ("2.00x", "5.00x"),
                 "DiSAN dense": ("1.00x", "2.50x"), "Transformer": ("0.40x", "1.00x")}

@@ -1,6 +1,9 @@
 """The package's layering (docs/ARCHITECTURE.md, "Layers"): the import graph of jaxenc/, read
 with `ast` (every import, also those inside functions), has no cycle, every module belongs to
-one of the declared layers, and a module imports only its own layer and the layers below it."""
+one of the declared layers, and a module imports only its own layer and the layers below it.
+Around the library: nothing in jaxenc/ imports the benchmarks (bench/) or the reports
+(reports/), the import graph of the whole repository has no cycle, and no module changes the
+import path: every package imports as a package from the repository root."""
 
 import ast
 import graphlib
@@ -10,6 +13,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "jaxenc"
+# the top-level packages of the repository: the library, its commands and what is built on it
+TOP_LEVEL = ("jaxenc", "train", "eval", "bench", "reports")
+# the packages built on the library, which it never imports
+ABOVE_THE_LIBRARY = ("bench", "reports")
+# a statement that changes the import path
+PATH_CHANGE = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\("
+                         r"|\[[^]]*\]\s*=|\+?=(?!=))")
 
 # Lowest first. "P.*" names package P and every module in it, a plain name one module; a module
 # belongs to the layer of its most specific (longest) entry.
@@ -30,18 +40,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 ENTRY_POINTS = ("jaxenc.__main__", "jaxenc.training.main")
 
 
-def modules() -> dict[str, Path]:
-    """{dotted module name: file} of every module of jaxenc/ (a package by its own name)."""
+def modules(roots: tuple[str, ...] = ("jaxenc",)) -> dict[str, Path]:
+    """{dotted module name: file} of every module under the top-level folders `roots` (a
+    package by its own name)."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(path for root in roots for path in (REPO / root).rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
 def imports(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str, int]]:
-    """(imported jaxenc module, line) of every import statement in `path`; `from P import name`
-    counts as module P.name where that is a module, else as P."""
+    """(imported module of `known`, line) of every import statement in `path`; `from P import
+    name` counts as module P.name where that is a module, else as P."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -62,9 +73,9 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[s
                 yield name, node.lineno
 
 
-def import_graph() -> dict[str, dict[str, int]]:
-    """{module: {imported jaxenc module: first line}}."""
-    known = modules()
+def import_graph(roots: tuple[str, ...] = ("jaxenc",)) -> dict[str, dict[str, int]]:
+    """{module: {imported module: first line}} of the modules under `roots`."""
+    known = modules(roots)
     graph: dict[str, dict[str, int]] = {}
     for module, path in known.items():
         graph[module] = {}
@@ -132,3 +143,28 @@ def test_architecture_doc_lists_the_layers_in_order():
     assert listed == [name for name, _ in LAYERS]
     for module in ENTRY_POINTS:
         assert f"`{module}`" in section
+
+
+def test_the_library_imports_neither_the_benchmarks_nor_the_reports():
+    above = [f"{module} imports {target} at line {line}"
+             for module, targets in import_graph(TOP_LEVEL).items() if module.startswith("jaxenc")
+             for target, line in targets.items() if target.split(".")[0] in ABOVE_THE_LIBRARY]
+    assert above == []
+
+
+def test_the_repository_import_graph_has_no_cycle():
+    graph = import_graph(TOP_LEVEL)
+    assert {module.split(".")[0] for module in graph} >= set(TOP_LEVEL)
+    graphlib.TopologicalSorter(graph).prepare()  # raises CycleError naming the cycle
+
+
+def test_no_module_changes_the_import_path():
+    """A module that needs another imports it by its package (run with `python -m` from the
+    repository root), so what it imports never depends on where its file lies."""
+    tops = [top for top in sorted(REPO.iterdir()) if not top.name.startswith(".")]  # no .venv
+    files = [path for top in tops for path in ([top] if top.is_file() else top.rglob("*"))
+             if path.suffix == ".py"]
+    changed = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for path in files
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if PATH_CHANGE.search(line)]
+    assert changed == []

@@ -1,6 +1,7 @@
 """Packaging: `jaxenc`, and `train` with its config files (the presets `jaxenc-train
---config=NAME` finds from any folder), are installed, not `eval` or the tests; the console
-scripts resolve, and the library and the presets import from outside the checkout."""
+--config=NAME` finds from any folder), are installed, not `eval`, `bench`, `reports` or the
+tests (those run from the checkout, e.g. `python -m reports`); the console scripts resolve, and
+the library and the presets import from outside the checkout."""
 
 import importlib
 import subprocess

@@ -7,8 +7,8 @@ Prints a markdown table with the PSAN paper's SST-5 row beside the measured one,
 (jaxenc.structures.psan) can be checked against the paper. Phrases per sentence is the mean of P_t
 over sentences; words per phrase is all words over all phrases of the level (each phrase weighted
 equally). `segment_stats` counts the same from segment ids (the "segments" structure arrays);
-results/psan/table1.py applies it to every dataset the project parses, with the paper's whole
-Table 1 (`PAPER_TABLE1`) beside.
+`python -m reports.psan_table1` applies it to every dataset the project parses, with the
+paper's whole Table 1 (`PAPER_TABLE1`) beside.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
 # Adam 3e-4 with Vaswani's sqrt(d) embedding scale, because at 1e-3 without warm-up its sentence
 # vectors collapse and SICK-R does not learn at all (results/dependency_transformer/README.md).
 #
-# Table: python results/encoders/table.py.
+# Table: python -m reports.
 # Usage: [SEEDS="0 1 2"] [MODELS="..."] [TASKS="..."] [POOLINGS="..."] [AAE_EPOCHS=40] results/encoders/run.sh TIER [PARALLEL]
 # TIER: 1 (TREC, SICK-R), 2 (SICK-E), 3 (SST-5), dt (SICK-E, SST-2, MRPC: DT, plain, Transformer, Tree-LSTM),
 # psan_table4 (PSAN's ablations on TREC), aae.

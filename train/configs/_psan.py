@@ -31,7 +31,7 @@ def pair_task_config(dataset: str) -> ml_collections.ConfigDict:
     one way (SICK-R dev Pearson 0.000), and with the two flags below under Adadelta 0.75, batch
     16 and dropout 0.5 dev Pearson stays below zero (results/psan/README.md). So: the named
     deviations `memory_norm=layer` and `memory=highway`, and the recipe the encoder sweep chose
-    on SICK-R dev (results/encoders/runs.py: Adam 1e-3, clip 5, no L2, batch 64, no dropout,
+    on SICK-R dev (reports.encoder_runs: Adam 1e-3, clip 5, no L2, batch 64, no dropout,
     the word vectors fixed as the paper), trained until 5 evaluations bring no dev gain."""
     config = paper_config("psan", dataset)
     config.model.update(dict(memory_norm="layer", memory="highway", keep_prob=1.0))

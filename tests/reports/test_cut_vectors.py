@@ -1,4 +1,4 @@
-"""results/cut_vectors.py: a named vector package cut to some rows reads as the whole package for
+"""reports.cut_vectors: a named vector package cut to some rows reads as the whole package for
 the words it keeps, in the package's order."""
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ from jaxenc.data import named_vectors
 from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import Vocabulary
+from reports import cut_vectors
 
 WORDS = ["the", "of", "cat", "The", "zebra", "dog", "Paris", "paris", "cat"]
 MODULE = "fake_vectors_for_cut"
-
-
-@pytest.fixture
-def cut_vectors(load_script):
-    return load_script("results/cut_vectors.py", "results_cut_vectors")
 
 
 @pytest.fixture
@@ -48,19 +44,19 @@ def package(tmp_path, monkeypatch):
     return matrix
 
 
-def test_rows_to_keep_takes_the_first_rows_and_the_needed_words_in_order(cut_vectors):
+def test_rows_to_keep_takes_the_first_rows_and_the_needed_words_in_order():
     assert cut_vectors.rows_to_keep(WORDS, 2, {"zebra", "cat", "nowhere"}) == [0, 1, 2, 4, 8]
     assert cut_vectors.rows_to_keep(WORDS, 0, set()) == []
 
 
-def test_words_of_reads_every_sentence_and_target_with_lower_case_forms(cut_vectors):
+def test_words_of_reads_every_sentence_and_target_with_lower_case_forms():
     examples = [Example(sentences=(Sentence(("The", "Cat")), Sentence(("runs",)))),
                 Example(sentences=(Sentence(("Paris",)),), target=Sentence(("Zebra",)))]
     assert cut_vectors.words_of(examples) == {"The", "the", "Cat", "cat", "runs", "Paris",
                                               "paris", "Zebra", "zebra"}
 
 
-def test_the_cut_package_reads_as_the_whole_one_for_its_words(cut_vectors, package, tmp_path,
+def test_the_cut_package_reads_as_the_whole_one_for_its_words(package, tmp_path,
                                                               monkeypatch):
     vocab = Vocabulary.build([["The", "cat", "zebra", "Paris", "unseen"]], min_count=1,
                              max_size=None, lowercase=False)
@@ -81,7 +77,7 @@ def test_the_cut_package_reads_as_the_whole_one_for_its_words(cut_vectors, packa
     np.testing.assert_array_equal(cut.matrix, full.matrix)
 
 
-def test_an_unknown_dataset_is_one_clear_error(cut_vectors, tmp_path, capsys):
+def test_an_unknown_dataset_is_one_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cut_vectors.main(["--datasets", "no_such_set", "--out", str(tmp_path)])
     assert "--datasets: unknown dataset 'no_such_set'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ word) of the datasets' splits, in the package's order, gives such a run the same
 the same initial embedding matrix. `--check CONFIG` builds both for a config (its vocabulary from
 its dataset's training split, then the vectors with its seed) and fails unless they are equal.
 
-  python results/cut_vectors.py --datasets ud_ewt --first 100000 --out DIR \\
+  python -m reports.cut_vectors --datasets ud_ewt --first 100000 --out DIR \\
       --check train/configs/phrase_transformer_pos.py:solo
 
 DIR then holds the package's module (its `__init__.py`, the cut matrix and word index) and its
@@ -32,11 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from jaxenc.data import named_vectors, registry  # noqa: E402
-from jaxenc.data.records import Example  # noqa: E402
+from jaxenc.data import named_vectors, registry
+from jaxenc.data.records import Example
+from reports.run_files import REPO
 
 
 def rows_to_keep(words: Sequence[str], first: int, needed: set[str]) -> list[int]:
@@ -108,8 +106,8 @@ def inputs_digest(config_spec: str) -> str:
 
 def _digest_in_subprocess(config_spec: str, pythonpath: Sequence[str]) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*pythonpath, str(REPO)])}
-    done = subprocess.run([sys.executable, __file__, "--digest", config_spec], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-m", "reports.cut_vectors", "--digest", config_spec],
+                          env=env, cwd=REPO, capture_output=True, text=True, check=True)
     return done.stdout.strip().splitlines()[-1]
 
 

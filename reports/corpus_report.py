@@ -1,10 +1,10 @@
 """The Mean-Max AAE small config's corpus, counted: what `python -m jaxenc.data.corpus` writes
 from the shared data (the transfer tasks' sentences left out) and what training
 train/configs/meanmax_aae_small.py on it keeps (the corpus report a run logs), stored in
-corpus.md beside this script.
+results/meanmax_aae/corpus.md.
 
-    python results/meanmax_aae/corpus_report.py           # build, read, write corpus.md
-    python results/meanmax_aae/corpus_report.py --check   # exit 1 if corpus.md differs
+    python -m reports.corpus_report           # build, read, write corpus.md
+    python -m reports.corpus_report --check   # exit 1 if corpus.md differs
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
+from jaxenc.data import corpus
+from reports.run_files import RESULTS
+from train.configs import meanmax_aae_small
 
-from jaxenc.data import corpus  # noqa: E402
-from train.configs import meanmax_aae_small  # noqa: E402
-
-STORED = HERE / "corpus.md"
+STORED = RESULTS / "meanmax_aae" / "corpus.md"
 CORPUS_FILE = "corpus.txt"
 
 
@@ -41,7 +39,7 @@ def measure(data_dir: str | None) -> str:
     return "\n".join([
         "# The Mean-Max AAE small config's corpus",
         "",
-        "Made by `python results/meanmax_aae/corpus_report.py` from the shared data: the line "
+        "Made by `python -m reports.corpus_report` from the shared data: the line "
         f"`python -m jaxenc.data.corpus --out {CORPUS_FILE}` prints (datasets "
         f"`{corpus.DEFAULT_SOURCES}`), then the corpus report a run of "
         f"train/configs/meanmax_aae_small.py with `--config.data.corpus_files={CORPUS_FILE}` "

@@ -1,5 +1,5 @@
 """The measured tables of results/disan/speed.md and docs/performance.md, rebuilt from the
-benchmark reports committed in results/ (results/tables.py writes them into the pages):
+benchmark reports committed in results/ (reports.pages places them):
 
   disan_kernels  the DiSAN train step per attention kernel and length: results/disan/bench/
                  kernels.md, written by `bench.bench_disan --out`
@@ -18,7 +18,8 @@ import json
 import statistics
 from pathlib import Path
 
-from results.tables import DASH, RESULTS, bold, copied, markdown, read_rows, value
+from reports.markdown import DASH, bold, copied, markdown
+from reports.run_files import RESULTS, read_rows, value
 
 DISAN_BENCH = RESULTS / "disan" / "bench"
 KERNELS = DISAN_BENCH / "kernels.md"
@@ -35,6 +36,7 @@ def command(path: Path) -> str:
 
 
 def disan_kernels_table() -> str:
+    """The rows of the kernel report KERNELS."""
     return copied(read_rows(KERNELS))
 
 
@@ -62,6 +64,8 @@ def disan_medians() -> dict[str, tuple[float, int, int]]:
 
 
 def disan_goal_table() -> str:
+    """The directional step's speed-up over the blocked one in each DiSAN-alone report, and
+    the median."""
     rows = [[f"`{name}`", f"`{command(DISAN_BENCH / f'{name}.md')}`",
              *(f"{run[length]:.2f}x" if length in run else DASH for length in GOAL_LENGTHS)]
             for name, run in disan_runs().items()]
@@ -77,6 +81,8 @@ def _psan_memory(bucket: int) -> dict[str, dict[str, str]]:
 
 
 def perf_goals_table() -> str:
+    """Every goal of the full run, then the DiSAN speed goal and PSAN's memory goals, each
+    with its verdict and report."""
     results = json.loads((FULL_RUN / "results.json").read_text(encoding="utf-8"))
     rows = [[goal["goal"], goal["measured"], goal["verdict"], "results/bench/cpu"]
             for goal in results["goals"]]
@@ -91,8 +97,8 @@ def perf_goals_table() -> str:
     memory = {bucket: _psan_memory(bucket) for bucket in PSAN_MEMORY}
     default = {bucket: value(models["PSAN packed"]["/ DiSAN dense"].rstrip("x"))
                for bucket, models in memory.items()}
-    rows.append(["PSAN packed (`packed_chunk=0`, the accelerator setting) peak memory below DiSAN dense, a real TREC "
-                 "batch of 64, 300-d sentence vectors",
+    rows.append(["PSAN packed (`packed_chunk=0`, the accelerator setting) peak memory below "
+                 "DiSAN dense, a real TREC batch of 64, 300-d sentence vectors",
                  ", ".join(f"{ratio:.2f}x at L={bucket}" for bucket, ratio in default.items()),
                  "met" if all(r < 1 for r in default.values()) else "not met",
                  "results/psan/table5_memory_*.md"])
@@ -120,4 +126,5 @@ def _table_after(path: Path, heading: str) -> list[dict[str, str]]:
 
 
 def perf_train_rates_table() -> str:
+    """The train rates table of the full run's report.md."""
     return copied(_table_after(FULL_RUN / "report.md", "**Train sentences/s**"))

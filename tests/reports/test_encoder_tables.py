@@ -1,5 +1,5 @@
-"""Every results table marked in README.md, docs/results.md and results/encoders/README.md is
-what results/encoders/table.py rebuilds from the committed run files, and the recipes the table
+"""Every encoder table marked in README.md, docs/results.md and results/encoders/README.md is
+what reports.encoder_tables rebuilds from the committed run files, and the recipes the table
 runs use are the ones the committed sweep chose on dev."""
 
 import json
@@ -9,40 +9,38 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from reports import encoder_tables as table
+from reports import pages
 
-
-@pytest.fixture(scope="module")
-def table(load_script):
-    return load_script("results/encoders/table.py", "results_table")
+REPO = Path(__file__).resolve().parents[2]
 
 
 DOCUMENTS = ["README.md", "docs/results.md", "results/encoders/README.md"]
 
 
-def test_the_documents_are_the_ones_table_py_rewrites(table):
-    written = sorted(path.relative_to(REPO).as_posix() for path in table.DOCUMENTS)
+def test_the_documents_are_the_ones_table_py_rewrites():
+    written = sorted(path.relative_to(REPO).as_posix() for path in pages.ENCODER_DOCUMENTS)
     assert written == sorted(DOCUMENTS)
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)
-def test_marked_tables_equal_their_rebuild(table, document):
+def test_marked_tables_equal_their_rebuild(document):
     text = (REPO / document).read_text(encoding="utf-8")
-    marked = table.MARKER.findall(text)
+    marked = pages.ENCODER_MARKER.findall(text)
     assert marked, f"{document} has no table.py markers"
     for name, body in marked:
-        assert body.strip() == table.table(name, REPO / document).strip(), (
+        assert body.strip() == pages.encoder_table(name, REPO / document).strip(), (
             f"{document}: table {name!r} differs from its rebuild "
-            "(fix: python results/encoders/table.py --write)")
+            "(fix: python -m reports --write)")
 
 
-def test_every_table_is_in_one_of_the_documents(table):
-    marked = {name for document in table.DOCUMENTS
-              for name, _ in table.MARKER.findall(document.read_text(encoding="utf-8"))}
-    assert marked == set(table.TABLES)
+def test_every_table_is_in_one_of_the_documents():
+    marked = {name for document in pages.ENCODER_DOCUMENTS
+              for name, _ in pages.ENCODER_MARKER.findall(document.read_text(encoding="utf-8"))}
+    assert marked == set(pages.ENCODER_TABLES)
 
 
-def test_the_headline_has_a_row_per_model_and_a_number_or_a_page_each(table):
+def test_the_headline_has_a_row_per_model_and_a_number_or_a_page_each():
     rows = table.headline_table().splitlines()[2:]
     assert set(table.HEADLINE) <= set(table.runs.MODELS)
     assert len(rows) == len(table.HEADLINE) + len(table.STATIC_ROWS)
@@ -60,28 +58,26 @@ def test_the_headline_has_a_row_per_model_and_a_number_or_a_page_each(table):
         assert "](results/" in row
 
 
-def test_links_in_a_table_are_relative_to_its_document(table):
-    readme = table.table("headline", REPO / "README.md")
-    results = table.table("headline", REPO / "docs" / "results.md")
+def test_links_in_a_table_are_relative_to_its_document():
+    readme = pages.encoder_table("headline", REPO / "README.md")
+    results = pages.encoder_table("headline", REPO / "docs" / "results.md")
     assert "](results/meanmax_aae/README.md)" in readme
     assert "](../results/meanmax_aae/README.md)" in results
 
 
-@pytest.mark.parametrize("script, name, old_table, rebuilt", [
-    ("results/encoders/table.py", "transfer", "| old |", "| MR |"),
-    ("results/tables.py", "psan_snli", "| old |", "| run | parameters outside embeddings |"),
+@pytest.mark.parametrize("marker, name, old_table, rebuilt", [
+    ("table.py", "transfer", "| old |", "| MR |"),
+    ("tables.py", "psan_snli", "| old |", "| run | parameters outside embeddings |"),
 ])
-def test_rewriting_replaces_a_stale_table(load_script, script, name, old_table, rebuilt):
-    module = load_script(script, f"stale_{name}")
-    marker = Path(script).name
+def test_rewriting_replaces_a_stale_table(marker, name, old_table, rebuilt):
     stale = f"intro\n<!-- {marker}: {name} -->\n{old_table}\n<!-- /{marker} -->\nend\n"
-    fresh = module.rewritten(stale)
+    fresh = pages.rewritten(stale)
     assert old_table not in fresh and rebuilt in fresh
     assert fresh.startswith("intro\n") and fresh.endswith(f"<!-- /{marker} -->\nend\n")
-    assert module.rewritten(fresh) == fresh
+    assert pages.rewritten(fresh) == fresh
 
 
-def test_table_recipes_are_the_sweep_choices(table):
+def test_table_recipes_are_the_sweep_choices():
     """Every recipe of runs.RECIPES (what the seeded table runs train) is, among the committed
     sweep runs of its family and task, the variant with the best seed-0 dev score; a family
     and task whose whole sweep is committed has its recipe."""
@@ -96,7 +92,7 @@ def test_table_recipes_are_the_sweep_choices(table):
                 assert task in table.runs.RECIPES.get(family, {}), (family, task)
 
 
-def test_seed_zero_of_a_sweep_model_is_its_chosen_sweep_run(table):
+def test_seed_zero_of_a_sweep_model_is_its_chosen_sweep_run():
     runs = table.runs
     for family, tasks in runs.RECIPES.items():
         for task, variant in tasks.items():
@@ -108,7 +104,7 @@ def test_seed_zero_of_a_sweep_model_is_its_chosen_sweep_run(table):
             assert plan == sweep  # the same command: seed 0 is not trained twice
 
 
-def test_a_model_limited_to_some_tasks_is_planned_on_those_only(table):
+def test_a_model_limited_to_some_tasks_is_planned_on_those_only():
     """disan_300 (PSAN's Table 5 size) trains on TREC only, with the DiSAN recipe and d_h 150."""
     plan = table.runs.table_plan(["disan", "disan_300"], ["trec", "sick_r"], [1])
     assert sorted(plan) == ["disan_300_trec_s1", "disan_sick_r_s1", "disan_trec_s1"]
@@ -117,7 +113,7 @@ def test_a_model_limited_to_some_tasks_is_planned_on_those_only(table):
     assert [flag for flag in small if flag != "--config.model.hidden=150"] == full
 
 
-def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only(table):
+def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only():
     """SST-2 and MRPC are the Dependency-Transformer paper's tasks: the dependency models, the
     ablation and the bag train on them; SST-2 reads the labelled phrases of the training trees,
     as the paper supervises every tree node."""
@@ -130,8 +126,7 @@ def test_sst2_and_mrpc_are_planned_for_the_dependency_models_and_the_bag_only(ta
                for flag in argv if flag.startswith("--config="))
 
 
-def test_the_default_plan_trains_five_seeds_of_the_dependency_models_and_three_of_the_rest(
-        table):
+def test_the_default_plan_trains_five_seeds_of_the_dependency_models_and_three_of_the_rest():
     """Without --seeds: seeds 0-4 for the Dependency-Transformer, its ablation and the Tree-LSTM
     (the Dependency-Transformer paper's protocol), seeds 0-2 for every other model."""
     plan = table.runs.table_plan(["dt", "dt_plain", "tree_lstm", "disan", "bag"], ["sick_e"])
@@ -141,7 +136,7 @@ def test_the_default_plan_trains_five_seeds_of_the_dependency_models_and_three_o
             f"{model}_sick_e_s{seed}" for seed in range(seeds)]
 
 
-def test_progress_cells_count_the_committed_run_folders(table):
+def test_progress_cells_count_the_committed_run_folders():
     """Each cell of the progress table: how many of seeds 0..SEEDS-1 of the model on the task
     have a committed run folder with a results.md (listed from the folder, not from the
     tables), over SEEDS; the total line sums them."""
@@ -167,7 +162,7 @@ def test_progress_cells_count_the_committed_run_folders(table):
     assert 0 < done <= planned
 
 
-def _test_score(table, name, metric, split="test"):
+def _test_score(name, metric, split="test"):
     """The test record's `metric` of committed run `name`, read straight from its metrics.jsonl
     (split "dev": the best dev record's, the checkpoint the test record is of)."""
     records = [json.loads(line)
@@ -177,14 +172,14 @@ def _test_score(table, name, metric, split="test"):
     return [record for record in records if record["split"] == "test"][-1][metric]
 
 
-def _committed_seeds(table, model, task):
+def _committed_seeds(model, task):
     return [seed for seed in range(table.MAX_SEEDS)
             if (name := table.runs.run_name(model, task, seed))
             and (table.RUNS / name / "results.md").is_file()]
 
 
 @pytest.mark.parametrize("split", ["test", "dev"])
-def test_versus_bag_cells_are_the_difference_of_the_seed_means(table, split):
+def test_versus_bag_cells_are_the_difference_of_the_seed_means(split):
     """Each cell of the versus-bag tables, recomputed from the committed test (or best dev)
     records."""
     tasks = ("trec", "sick_r", "sick_e", "sst5")
@@ -196,14 +191,14 @@ def test_versus_bag_cells_are_the_difference_of_the_seed_means(table, split):
         cells = rows.pop(table.MODEL_NAMES[model])
         for task, cell in zip(tasks, cells, strict=True):
             metric, _, scale, form = table.PRIMARY[task]
-            mine, bag = _committed_seeds(table, model, task), _committed_seeds(table, "bag", task)
+            mine, bag = _committed_seeds(model, task), _committed_seeds("bag", task)
             if not mine or not bag:
                 assert cell.strip() == "—"
                 continue
             expected = scale * (
-                np.mean([_test_score(table, table.runs.run_name(model, task, s), metric, split)
+                np.mean([_test_score(table.runs.run_name(model, task, s), metric, split)
                          for s in mine])
-                - np.mean([_test_score(table, table.runs.run_name("bag", task, s), metric, split)
+                - np.mean([_test_score(table.runs.run_name("bag", task, s), metric, split)
                            for s in bag]))
             shown, seeds = re.fullmatch(r" ([+-][\d.]+) \((\d+) vs (\d+)\) ", cell).group(1, 2)
             rounding = 0.51 * 10.0 ** -int(form.split(".")[1][0])  # half the last shown digit
@@ -212,7 +207,7 @@ def test_versus_bag_cells_are_the_difference_of_the_seed_means(table, split):
     assert not rows, f"rows of no model: {sorted(rows)}"
 
 
-def test_pair_differences_are_the_seed_paired_test_scores(table):
+def test_pair_differences_are_the_seed_paired_test_scores():
     """Each pairs-table row, recomputed from the committed test records of both runs."""
     rows = [row for row in table.pairs_table().splitlines()[2:] if row.startswith("| ")]
     expected = 0
@@ -233,13 +228,13 @@ def test_pair_differences_are_the_seed_paired_test_scores(table):
             assert sorted(map(int, cells)) == seeds
             for seed in seeds:
                 difference = scale * (
-                    _test_score(table, table.runs.run_name(model, task, seed), metric)
-                    - _test_score(table, table.runs.run_name(other, task, seed), metric))
+                    _test_score(table.runs.run_name(model, task, seed), metric)
+                    - _test_score(table.runs.run_name(other, task, seed), metric))
                 assert float(cells[str(seed)]) == pytest.approx(difference, abs=rounding)
     assert len(rows) == expected
 
 
-def test_diagnosis_rows_are_the_committed_diagnosis_runs(table):
+def test_diagnosis_rows_are_the_committed_diagnosis_runs():
     """One diagnoses-table row per committed run of runs.DIAGNOSES, its flags and test score
     those of the run."""
     rows = {row.split(" | ")[0].lstrip("| "): row.strip("|").split("|")
@@ -253,17 +248,17 @@ def test_diagnosis_rows_are_the_committed_diagnosis_runs(table):
         cells = [cell.strip() for cell in rows[name]]
         assert cells[3] == str(seed)
         assert cells[4] == ", ".join(f"`{key}={value}`" for key, value in flags.items())
-        assert cells[6] == form.format(scale * _test_score(table, name, metric))
+        assert cells[6] == form.format(scale * _test_score(name, metric))
         beside = table.runs.run_name(table.runs.DIAGNOSES[name][0], task, seed)
         if (table.RUNS / beside / "results.md").is_file():
-            assert cells[9] == form.format(scale * _test_score(table, beside, metric))
+            assert cells[9] == form.format(scale * _test_score(beside, metric))
         else:
             assert cells[8:] == ["—", "—"]
 
 
 @pytest.mark.parametrize("task, metric, scale, places", [("trec", "accuracy", 100, 2),
                                                           ("sick_r", "pearson", 1, 3)])
-def test_dev_noise_rows_are_recomputed_from_the_dev_records(table, task, metric, scale, places):
+def test_dev_noise_rows_are_recomputed_from_the_dev_records(task, metric, scale, places):
     """Each dev-noise row: the mean absolute change of the dev score between consecutive
     evaluations after the best-dev step (the step of the test record), and the mean of those
     dev scores, over the model's committed seeds, recomputed with numpy."""
@@ -271,7 +266,7 @@ def test_dev_noise_rows_are_recomputed_from_the_dev_records(table, task, metric,
             for row in table.dev_noise_table(task).splitlines()[2:]}
     assert rows
     for model in table.runs.MODELS:
-        seeds = _committed_seeds(table, model, task)
+        seeds = _committed_seeds(model, task)
         name = table.HEADLINE.get(model, (table.MODEL_NAMES[model],))[0]
         if len(seeds) < 2:
             assert name not in rows
@@ -292,8 +287,9 @@ def test_dev_noise_rows_are_recomputed_from_the_dev_records(table, task, metric,
         assert float(cells[4]) == pytest.approx(np.mean(settled), abs=0.6 * 10 ** -places)
 
 
-def _planned(table):
-    """Run name -> (the command runs.py trains it with under today's recipes, its family)."""
+def _planned():
+    """Run name -> (the command reports.encoder_runs trains it with under today's recipes, its
+    family)."""
     runs, plan = table.runs, {}
     for family in runs.SWEEP:
         for name, argv in runs.sweep_plan([family], list(runs.SWEEP_TASKS)).items():
@@ -310,19 +306,19 @@ def _planned(table):
 _MISSING = object()
 
 
-def test_every_committed_run_was_trained_with_its_planned_flags(table):
+def test_every_committed_run_was_trained_with_its_planned_flags():
     """A committed run's config.json holds every flag of the command its name stands for today,
     and the defaults of the keys the other sweep variants of its family set (a recipe chosen
     again on dev leaves no run of the old recipe under the new recipe's name)."""
     from jaxenc.training import checkpointing
     from train.configs import base
 
-    runs, plan = table.runs, _planned(table)
+    runs, plan = table.runs, _planned()
     swept = {family: {key for variant in variants.values() for key in variant}
              for family, variants in runs.SWEEP.items()}
     checked = 0
     for folder in sorted(path for path in table.RUNS.iterdir() if path.is_dir()):
-        assert folder.name in plan, f"{folder.name}: no run of runs.py has this name"
+        assert folder.name in plan, f"{folder.name}: no run of reports.encoder_runs has this name"
         argv, family = plan[folder.name]
         flags = dict(flag.removeprefix("--config.").split("=", 1) for flag in argv
                      if flag.startswith("--config."))
@@ -343,7 +339,7 @@ def test_every_committed_run_was_trained_with_its_planned_flags(table):
     assert checked
 
 
-def test_collect_copies_planned_runs_and_names_other_folders(table, tmp_path, monkeypatch, capsys):
+def test_collect_copies_planned_runs_and_names_other_folders(tmp_path, monkeypatch, capsys):
     runs = table.runs
     name = "bag_trec_s1"
     assert name in runs.planned_names()
@@ -361,4 +357,4 @@ def test_collect_copies_planned_runs_and_names_other_folders(table, tmp_path, mo
     assert sorted(p.name for p in (tmp_path / "committed").iterdir()) == [name]
     assert (tmp_path / "committed" / name / "metrics.jsonl").read_text() == (
         '{"step": 1, "split": "dev", "accuracy": 0.5}\n')
-    assert f"skipped {stray}: not a run of runs.py's plans" in capsys.readouterr().out
+    assert f"skipped {stray}: not a run of encoder_runs' plans" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""results/encoders/mrpc_baselines.py: the word-overlap features against pairs worked by hand,
+"""reports.mrpc_baselines: the word-overlap features against pairs worked by hand,
 and the committed baseline numbers against a recomputation on the shared MRPC files."""
 
 from __future__ import annotations
@@ -9,11 +9,8 @@ import numpy as np
 import pytest
 
 from jaxenc.data.records import Sentence
-
-
-@pytest.fixture(scope="module")
-def baselines(load_script):
-    return load_script("results/encoders/mrpc_baselines.py", "mrpc_baselines")
+from reports import encoder_tables
+from reports import mrpc_baselines as baselines
 
 
 def _sentence(text: str) -> Sentence:
@@ -31,18 +28,18 @@ def _sentence(text: str) -> Sentence:
     # the same numbers in a different order
     ("rose 5 % to 12", "12 and 5 %", [2 / 4, 2 / 3, 0.0, 3 / 4, 1.0]),
 ])
-def test_overlap_features_match_pairs_counted_by_hand(baselines, first, second, expected):
+def test_overlap_features_match_pairs_counted_by_hand(first, second, expected):
     features = baselines.overlap_features(_sentence(first), _sentence(second))
     assert features.dtype == np.float32
     np.testing.assert_allclose(features, expected, rtol=1e-6)
 
 
-def test_overlap_features_are_finite_for_two_empty_sentences(baselines):
+def test_overlap_features_are_finite_for_two_empty_sentences():
     features = baselines.overlap_features(_sentence("."), _sentence("?"))
     assert np.all(np.isfinite(features)) and features.tolist() == [0, 0, 0, 0, 1]
 
 
-def test_committed_overlap_baseline_is_recomputed_from_the_shared_files(baselines, data_root):
+def test_committed_overlap_baseline_is_recomputed_from_the_shared_files(data_root):
     committed = json.loads(baselines.OUT.read_text())
     fresh = baselines.evaluate(seeds=[0], data_dir=str(data_root), names=["overlap"])
     assert fresh["majority_test"] == committed["majority_test"]
@@ -53,7 +50,7 @@ def test_committed_overlap_baseline_is_recomputed_from_the_shared_files(baseline
     assert row["test"] == pytest.approx(expected["test"], abs=0.01)
 
 
-def test_each_seed_carves_the_dev_split_of_the_table_runs(baselines, data_root):
+def test_each_seed_carves_the_dev_split_of_the_table_runs(data_root):
     """The baselines' seed-s dev split is the one the table runs of seed s read: the same size
     for every seed, different pairs for different seeds, train and dev disjoint."""
     splits = [baselines.seed_splits(seed, str(data_root)) for seed in (0, 1)]
@@ -70,11 +67,10 @@ def _results_md_test_accuracy(path) -> float:
     return 100 * float(dict(zip(header, row, strict=True))["test accuracy"])
 
 
-def test_trained_rows_are_the_committed_mrpc_runs_seed_by_seed(load_script):
-    table = load_script("results/encoders/table.py", "encoder_table")
+def test_trained_rows_are_the_committed_mrpc_runs_seed_by_seed():
     rows = {line.split(" | ")[0].lstrip("| "): line.strip("|").split(" | ")[1:]
-            for line in table.mrpc_baselines_table().splitlines()[2:]}
-    runs_dir = table.RUNS
+            for line in encoder_tables.mrpc_baselines_table().splitlines()[2:]}
+    runs_dir = encoder_tables.RUNS
     for label, model in (("Tree-LSTM (trained, word vectors fine-tuned)", "tree_lstm"),
                          ("bag of embeddings (trained, word vectors fine-tuned)", "bag")):
         cells = [cell.strip() for cell in rows[label]]
@@ -85,8 +81,8 @@ def test_trained_rows_are_the_committed_mrpc_runs_seed_by_seed(load_script):
         for seed in range(5):
             assert cells[seed] == (f"{expected[seed]:.2f}" if seed in expected else "—")
         assert cells[5].startswith(f"{np.mean(list(expected.values())):.2f}")
-    baselines = json.loads((runs_dir.parent / "mrpc_baselines.json").read_text())
+    committed = json.loads(baselines.OUT.read_text())
     overlap = [cell.strip() for cell in
                rows["word overlap (5 numbers), logistic regression"]]
-    assert overlap[:5] == [f"{baselines['baselines']['overlap'][str(seed)]['test']:.2f}"
+    assert overlap[:5] == [f"{committed['baselines']['overlap'][str(seed)]['test']:.2f}"
                            for seed in range(5)]

@@ -14,10 +14,10 @@ training pairs for each L2 of SentEval's grid, the L2 chosen on dev, test once) 
 each table seed: MRPC ships no dev split, and each seed carves its own 10% of train (the table
 runs' `load_splits` with `train.seed = seed`), so seed s here sees the train / dev split of the
 table runs of seed s. Writes results/encoders/mrpc_baselines.json (dev and test accuracy and the
-chosen L2 per seed); `table.py` builds the `mrpc_baselines` table from it and the committed table
-runs.
+chosen L2 per seed); reports.encoder_tables builds the `mrpc_baselines` table from it and the
+committed table runs.
 
-  python results/encoders/mrpc_baselines.py [--seeds 0,1,2,3,4] [--out FILE]
+  python -m reports.mrpc_baselines [--seeds 0,1,2,3,4] [--out FILE]
 """
 
 from __future__ import annotations
@@ -30,17 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
+from jaxenc.data.records import Example, Sentence
+from jaxenc.evaluation import logreg
+from jaxenc.evaluation.encoders import load_encoder
+from jaxenc.training import loop
+from reports.encoder_tables import MRPC_BASELINES
+from train.configs import base
 
-from jaxenc.data.records import Example, Sentence  # noqa: E402
-from jaxenc.evaluation import logreg  # noqa: E402
-from jaxenc.evaluation.encoders import load_encoder  # noqa: E402
-from jaxenc.training import loop  # noqa: E402
-from train.configs import base  # noqa: E402
-
-OUT = HERE / "mrpc_baselines.json"
+OUT = MRPC_BASELINES
 SEEDS = (0, 1, 2, 3, 4)
 BAG = "bag:glove-6b-50d"
 BASELINES = ("overlap", "untrained_bag")

@@ -1,7 +1,7 @@
 """Where the Dependency-Transformer loses to the Tree-LSTM on SST-2 and SST-5: test accuracy by
 sentence length and by negation, from each run's per-example test outputs.
 
-    python results/encoders/sst_breakdown.py collect RUN_DIR [RUN_DIR ...]
+    python -m reports.sst_breakdown collect RUN_DIR [RUN_DIR ...]
 
 runs `python -m jaxenc predict` on each finished SST-2 or SST-5 run directory (its best-dev
 checkpoint, its own evaluation step; the shared data and the run's checkpoints are needed) and
@@ -10,7 +10,7 @@ writes results/encoders/sst2_breakdown/<run>.jsonl (SST-5: sst5_breakdown/): per
 whether the run classified it correctly; no sentence text. With `--trained_again` (a run
 trained again because its table run kept no checkpoint) it also copies the run's results.md,
 config.json and dev / test metric records into <that folder>/trained_again/<run>/. The tables
-of results/encoders/README.md are rebuilt from those files alone by `python results/tables.py
+of results/encoders/README.md are rebuilt from those files alone by `python -m reports
 sst2_by_length sst2_by_negation sst2_by_seed sst2_layers sst5_breakdown sst5_breakdown_by_seed
 sst5_retrained`.
 """
@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from reports.encoder_runs import copy_run_files
+from reports.sst import SST2_BREAKDOWN, SST5_BREAKDOWN
+
 # dataset of a run's config -> the folder of its per-sentence files
-OUT = {"sst2_phrases": HERE / "sst2_breakdown", "sst5_phrases": HERE / "sst5_breakdown"}
+OUT = {"sst2_phrases": SST2_BREAKDOWN, "sst5_phrases": SST5_BREAKDOWN}
 NEGATIONS = frozenset({"not", "n't", "no", "never", "nothing", "none", "nobody", "neither", "nor",
                        "nowhere", "cannot", "without"})
 
@@ -36,9 +37,7 @@ def sentence_facts(tokens: tuple[str, ...]) -> dict[str, int | bool]:
 
 def collect(run_dirs: list[Path], trained_again: bool = False) -> None:
     """Writes OUT/<run>.jsonl for each run directory (module docstring)."""
-    sys.path.insert(0, str(HERE.parents[1]))
     from jaxenc.training import checkpointing, loop, predict
-    from results.encoders.runs import copy_run_files
 
     for run_dir in run_dirs:
         config = checkpointing.load_config(run_dir)

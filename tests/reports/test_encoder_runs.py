@@ -1,14 +1,15 @@
-"""results/encoders/runs.py's queue: a run whose files are committed is skipped unless it is
+"""reports.encoder_runs' queue: a run whose files are committed is skipped unless it is
 trained again (`--again`), and a run finished under $RUNS is never trained twice."""
 
 import sys
+
+from reports import encoder_runs as runs
 
 WRITES_RESULTS = ("import pathlib, sys; workdir = pathlib.Path(sys.argv[-1].split('=', 1)[1]); "
                   "workdir.mkdir(parents=True); (workdir / 'results.md').write_text('done')")
 
 
-def test_committed_runs_train_only_again(load_script, tmp_path, monkeypatch):
-    runs = load_script("results/encoders/runs.py", "encoder_runs")
+def test_committed_runs_train_only_again(tmp_path, monkeypatch):
     committed = tmp_path / "committed"
     (committed / "dt_sst5_s0").mkdir(parents=True)
     (committed / "dt_sst5_s0" / "results.md").write_text("table run")

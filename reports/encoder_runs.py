@@ -6,15 +6,15 @@ GloVe 6B 50-d vocabulary (`data.embeddings=glove-6b-50d`, fine-tuned unless a re
 Adam with global-norm clipping 5 and no L2, batch 64, a dev evaluation every epoch (SST-5 and the
 SST-2 phrases: every 1,000 steps) and early stopping after `PATIENCE` evaluations without a dev
 improvement, under a generous cap (`TASKS`); the best dev checkpoint is evaluated on test. Family
-recipes differ only where the sweep chose (`SWEEP`, seed 0, dev scores only; `python
-results/encoders/table.py sweep`).
+recipes differ only where the sweep chose (`SWEEP`, seed 0, dev scores only; `python -m
+reports sweep`).
 
-  python results/encoders/runs.py sweep [--parallel 2] [--families disan,psan] [--tasks trec]
-  python results/encoders/runs.py table [--parallel 2] [--models dt,tree_lstm] [--seeds 3,4]
-  python results/encoders/runs.py diagnose     # the experiments of the diagnoses (DIAGNOSES)
-  python results/encoders/runs.py collect      # finished runs' files -> results/encoders/runs/
-  python results/encoders/runs.py list sweep   # the commands, one a line
-  RUNS=DIR python results/encoders/runs.py table --again --models dt --tasks sst5 --seeds 0
+  python -m reports.encoder_runs sweep [--parallel 2] [--families disan,psan] [--tasks trec]
+  python -m reports.encoder_runs table [--parallel 2] [--models dt,tree_lstm] [--seeds 3,4]
+  python -m reports.encoder_runs diagnose     # the experiments of the diagnoses (DIAGNOSES)
+  python -m reports.encoder_runs collect      # finished runs' files -> results/encoders/runs/
+  python -m reports.encoder_runs list sweep   # the commands, one a line
+  RUNS=DIR python -m reports.encoder_runs table --again --models dt --tasks sst5 --seeds 0
 
 Workdirs (checkpoints included) go to $RUNS (default ../runs, beside the repository). A run
 whose results.md exists there or among the committed runs is skipped, an unfinished one
@@ -35,9 +35,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-COMMITTED = HERE / "runs"
+from reports.run_files import ENCODER_RUNS, REPO
+
+COMMITTED = ENCODER_RUNS
 PATIENCE = 5
 
 COMMON = {
@@ -136,7 +136,7 @@ SWEEP_TASKS = ("trec", "sick_r")
 # the model each family's sweep trains
 SWEEP_MODEL = {"bag": "bag", "disan": "disan", "psan": "psan", "tree_lstm": "tree_lstm",
                "transformer": "transformer", "dependency_transformer": "dt"}
-# family -> task -> the sweep variant with the best dev score (tests/test_results_tables.py
+# family -> task -> the sweep variant with the best dev score (tests/reports/test_encoder_tables.py
 # checks these against the committed sweep runs)
 RECIPES: dict[str, dict[str, str]] = {
     "bag": {"trec": "lr3e-3", "sick_r": "lr3e-3"},
@@ -309,7 +309,7 @@ def collect() -> None:
     for results in sorted(runs_root().glob("*/results.md")):
         source, target = results.parent, COMMITTED / results.parent.name
         if source.name not in planned:
-            print(f"skipped {source}: not a run of runs.py's plans")
+            print(f"skipped {source}: not a run of encoder_runs' plans")
             continue
         copy_run_files(source, target)
         print(f"collected {target.relative_to(REPO)}")

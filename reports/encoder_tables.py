@@ -1,9 +1,8 @@
-"""Every table of the encoder results, rebuilt from the run files committed under
-results/encoders/runs/<run>/ (results.md, config.json, dev / test metric records; written by
-`python results/encoders/runs.py collect`) and nothing else.
-
-Tables, each between the markers `<!-- table.py: NAME -->` and `<!-- /table.py -->` of the files
-in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
+"""The encoder tables, built from the run files committed under results/encoders/runs/<run>/
+(results.md, config.json, dev / test metric records; written by `python -m reports.encoder_runs
+collect`) and nothing else; each sits between the markers `<!-- table.py: NAME -->` and
+`<!-- /table.py -->` of README.md, docs/results.md or results/encoders/README.md
+(reports.pages):
   headline  one row per encoder: its paper, the structure it reads and its TREC test accuracy,
             mean ± std over the seeded table runs `<model>_trec_s<seed>` when any are
             committed, else the test accuracy of its family's sweep run chosen on dev (seed 0)
@@ -14,39 +13,27 @@ in `DOCUMENTS` (README.md, docs/results.md, results/encoders/README.md):
   versus_bag  each model's mean test score minus the bag's, per task (seeds on each side)
   pairs     the Dependency-Transformer minus its `variant=transformer` ablation and minus the
             Tree-LSTM, test score seed by seed (`PAIRS`), with their mean ± std
-  mrpc_baselines  MRPC test accuracy seed by seed: the linear classifiers of mrpc_baselines.py
-            (results/encoders/mrpc_baselines.json), the trained runs and their best-dev steps
+  mrpc_baselines  MRPC test accuracy seed by seed: the linear classifiers of
+            reports.mrpc_baselines (results/encoders/mrpc_baselines.json), the trained runs and
+            their best-dev steps
   transfer  the transfer tasks of the bag of glove-6b-50d vectors beside the papers' numbers,
             from results/transfer/bag_glove-6b-50d/results.json (`eval.transfer`)
-
-  python results/encoders/table.py [headline|sweep|encoders|transfer]   # print
-  python results/encoders/table.py --write            # rewrite the tables in DOCUMENTS
-  python results/encoders/table.py --check            # exit 1 when a document's table differs
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import statistics
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
+from jaxenc.evaluation.report import render_markdown
+from jaxenc.training import compare
+from reports import encoder_runs as runs
+from reports.run_files import ENCODER_RUNS, RESULTS
 
-from jaxenc.evaluation.report import render_markdown  # noqa: E402
-from jaxenc.training import compare  # noqa: E402
-from results import marked_tables  # noqa: E402
-from results.encoders import runs  # noqa: E402
-
-RUNS = HERE / "runs"
-TRANSFER = REPO / "results" / "transfer" / "bag_glove-6b-50d" / "results.json"
-MRPC_BASELINES = HERE / "mrpc_baselines.json"
-DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md", HERE / "README.md")
+RUNS = ENCODER_RUNS
+TRANSFER = RESULTS / "transfer" / "bag_glove-6b-50d" / "results.json"
+MRPC_BASELINES = RESULTS / "encoders" / "mrpc_baselines.json"
 TASK_NAMES = {"trec": "TREC", "sick_r": "SICK-R", "sick_e": "SICK-E", "sst2": "SST-2",
               "mrpc": "MRPC", "sst5": "SST-5"}
 # task -> (primary metric, its name, scale, format)
@@ -112,11 +99,9 @@ STATIC_ROWS = {
 MAX_SEEDS = 10  # seeds looked for per model and task
 # (model, other): the differences the pairs table reports seed by seed
 PAIRS = (("dt", "dt_plain"), ("dt", "tree_lstm"))
-LINK = re.compile(r"\]\(([^)#:]+)\)")
-MARKER = marked_tables.marker("table.py")
 
 
-def _run(path: Path) -> dict:
+def read_run(path: Path) -> dict:
     """compare.read_run plus the results.md row's 'steps' and 'stopped by'."""
     run = compare.read_run(path)
     header, row = ([cell.strip() for cell in line.strip().strip("|").split("|")]
@@ -127,7 +112,7 @@ def _run(path: Path) -> dict:
     return run
 
 
-def _format(task: str, value: float) -> str:
+def formatted(task: str, value: float) -> str:
     _, _, scale, form = PRIMARY[task]
     return form.format(value * scale)
 
@@ -142,7 +127,7 @@ def sweep_choices() -> dict[str, dict[str, str]]:
             for variant in variants:
                 path = RUNS / f"sweep_{family}_{task}_{variant}"
                 if (path / "results.md").is_file():
-                    scores[variant] = _run(path)["dev"][PRIMARY[task][0]]
+                    scores[variant] = read_run(path)["dev"][PRIMARY[task][0]]
             if scores:
                 choices.setdefault(family, {})[task] = max(scores, key=scores.get)
     return choices
@@ -158,10 +143,10 @@ def sweep_table() -> str:
                 path = RUNS / f"sweep_{family}_{task}_{variant}"
                 if not (path / "results.md").is_file():
                     continue
-                run = _run(path)
+                run = read_run(path)
                 chosen = choices[family][task] == variant
                 name = f"**{variant}**" if chosen else variant
-                dev = _format(task, run["dev"][PRIMARY[task][0]])
+                dev = formatted(task, run["dev"][PRIMARY[task][0]])
                 lines.append(f"| {family} | {TASK_NAMES[task]} | {name} | "
                              f"{f'**{dev}**' if chosen else dev} | {run['step']} | "
                              f"{run['steps']} | {run['stopped by']} |")
@@ -172,9 +157,9 @@ def _cell(values: list[float], task: str) -> str:
     if not values:
         return "—"
     if len(values) == 1:
-        return _format(task, values[0])
-    return (f"{_format(task, statistics.mean(values))} ± "
-            f"{_format(task, statistics.stdev(values))}")
+        return formatted(task, values[0])
+    return (f"{formatted(task, statistics.mean(values))} ± "
+            f"{formatted(task, statistics.stdev(values))}")
 
 
 def committed_names(model: str, task: str) -> dict[int, str]:
@@ -187,7 +172,7 @@ def committed_names(model: str, task: str) -> dict[int, str]:
 
 def seeded_runs(model: str, task: str) -> dict[int, dict]:
     """seed -> the committed run of `model` on `task` at its recipe (committed_names)."""
-    return {seed: _run(RUNS / name) for seed, name in committed_names(model, task).items()}
+    return {seed: read_run(RUNS / name) for seed, name in committed_names(model, task).items()}
 
 
 def seed_runs(model: str, task: str) -> list[dict]:
@@ -236,7 +221,7 @@ def encoders_table(tasks: tuple[str, ...] = runs.TABLE_TASKS) -> str:
         seeds = " / ".join(str(len(found[task])) for task in tasks)
         lines.append(f"| {MODEL_NAMES[model]} | {' | '.join(cells)} | {seeds} |")
     if len(lines) == 2:
-        return ("No seeded table run is committed yet (`python results/encoders/runs.py table`, "
+        return ("No seeded table run is committed yet (`python -m reports.encoder_runs table`, "
                 "then `collect`).")
     return "\n".join(lines)
 
@@ -318,7 +303,7 @@ def pairs_table() -> str:
                          f"{name} | {len(values)} | {per_seed} | "
                          f"{_signed(task, statistics.mean(values))}{spread} |")
     if len(lines) == 2:
-        return ("No seed pair is committed yet (`python results/encoders/runs.py table --models "
+        return ("No seed pair is committed yet (`python -m reports.encoder_runs table --models "
                 "dt,dt_plain,tree_lstm`, then `collect`).")
     return "\n".join(lines)
 
@@ -333,20 +318,20 @@ def diagnoses_table() -> str:
         path = RUNS / name
         if not (path / "results.md").is_file():
             continue
-        run, metric = _run(path), PRIMARY[task][0]
+        run, metric = read_run(path), PRIMARY[task][0]
         named = ", ".join(f"`{key}={value}`" for key, value in flags.items())
         table_path = RUNS / runs.run_name(model, task, seed)
         if (table_path / "results.md").is_file():
-            table_run = _run(table_path)
-            beside = (f"{_format(task, table_run['dev'][metric])} | "
-                      f"{_format(task, table_run['test'][metric])}")
+            table_run = read_run(table_path)
+            beside = (f"{formatted(task, table_run['dev'][metric])} | "
+                      f"{formatted(task, table_run['test'][metric])}")
         else:
             beside = "— | —"
         lines.append(f"| {name} | {HEADLINE[model][0]} | {TASK_NAMES[task]} | {seed} | {named} "
-                     f"| {_format(task, run['dev'][metric])} | "
-                     f"{_format(task, run['test'][metric])} | {run['stopped by']} | {beside} |")
+                     f"| {formatted(task, run['dev'][metric])} | "
+                     f"{formatted(task, run['test'][metric])} | {run['stopped by']} | {beside} |")
     if len(lines) == 2:
-        return "No diagnosis run is committed yet (`python results/encoders/runs.py diagnose`)."
+        return "No diagnosis run is committed yet (`python -m reports.encoder_runs diagnose`)."
     return "\n".join(lines)
 
 
@@ -409,7 +394,7 @@ def _trained_row(label: str, by_seed: dict[int, dict]) -> str:
 
 
 def mrpc_baselines_table() -> str:
-    """MRPC test accuracy seed by seed: the linear classifiers of mrpc_baselines.py (word
+    """MRPC test accuracy seed by seed: the linear classifiers of reports.mrpc_baselines (word
     overlap; the untrained bag's pair features) on the split each seed carves, the table runs of
     the models that train on MRPC, and the diagnosis runs of runs.DIAGNOSES with the word
     vectors fixed."""
@@ -429,7 +414,7 @@ def mrpc_baselines_table() -> str:
         lines.append(_trained_row(f"{HEADLINE[model][0]} (trained, word vectors fine-tuned)",
                                   seeded_runs(model, "mrpc")))
     for model in runs.DEPENDENCY_MODELS:
-        frozen = {seed: _run(RUNS / name) for name, (diag_model, task, seed, flags)
+        frozen = {seed: read_run(RUNS / name) for name, (diag_model, task, seed, flags)
                   in runs.DIAGNOSES.items()
                   if (diag_model, task) == (model, "mrpc") and flags.get("model.freeze_embeddings")
                   and (RUNS / name / "results.md").is_file()}
@@ -442,42 +427,3 @@ def mrpc_baselines_table() -> str:
 def transfer_table() -> str:
     """The results table of `eval.transfer`'s report (ours beside the papers' numbers)."""
     return render_markdown(json.loads(TRANSFER.read_text())).split("\n\n")[1]
-
-
-TABLES: dict[str, Callable[[], str]] = {"headline": headline_table, "sweep": sweep_table,
-                                        "encoders": encoders_table,
-                                        "dependency_tasks": dependency_tasks_table,
-                                        "progress": progress_table,
-                                        "versus_bag": versus_bag_table,
-                                        "versus_bag_dev": lambda: versus_bag_table(split="dev"),
-                                        "pairs": pairs_table, "diagnoses": diagnoses_table,
-                                        "dev_noise": dev_noise_table,
-                                        "dev_noise_sick_r": lambda: dev_noise_table("sick_r"),
-                                        "mrpc_baselines": mrpc_baselines_table,
-                                        "transfer": transfer_table}
-
-
-def table(name: str, document: Path = REPO / "README.md") -> str:
-    """Table `name` as it appears in `document`: its links (written relative to the repository
-    root) made relative to the document's folder."""
-    where = document.parent
-    return LINK.sub(lambda match: f"]({Path(os.path.relpath(REPO / match[1], where)).as_posix()})",
-                    TABLES[name]())
-
-
-def rewritten(text: str, document: Path = REPO / "README.md") -> str:
-    """`text` of `document` with every marked table replaced by its rebuilt form."""
-    return marked_tables.rewritten(text, "table.py", lambda name: table(name, document))
-
-
-def stale_documents(write: bool = False) -> list[Path]:
-    """The documents whose marked tables differ from their rebuild (rewritten when `write`)."""
-    return marked_tables.stale_documents(DOCUMENTS, rewritten, write)
-
-
-def main() -> int:
-    return marked_tables.main(__doc__.split("\n\n")[0], TABLES, DOCUMENTS, rewritten)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

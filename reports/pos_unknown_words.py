@@ -1,6 +1,6 @@
 """POS tagging accuracy on the words the training text lacks, from each run's best checkpoint.
 
-    python results/phrase_transformer/pos_unknown_words.py collect NAME=RUN_DIR [NAME=RUN_DIR ...]
+    python -m reports.pos_unknown_words collect NAME=RUN_DIR [NAME=RUN_DIR ...]
 
 runs `jaxenc.training.predict` on the dev and test splits of each finished POS run directory
 (the PhraseTransformer's, and its Transformer twin's in RUN_DIR/baselines/transformer when
@@ -8,18 +8,18 @@ there is one; the shared data and the checkpoints are needed) and writes
 results/phrase_transformer/unknown_words/NAME.json: per model and split the tagging task's
 per-example sums added up (tagged tokens, correct ones, and the same over the tokens read as the
 unknown id). The table `pt_pos_recipe` of results/phrase_transformer/README.md is rebuilt from
-those files and the run files by `python results/tables.py pt_pos_recipe`.
+those files and the run files by `python -m reports pt_pos_recipe`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "unknown_words"
+from reports.phrase_transformer import PT_UNKNOWN
+
+OUT = PT_UNKNOWN
 SUMS = ("count", "correct", "unknown_count", "unknown_correct")
 
 
@@ -33,7 +33,6 @@ def split_sums(run_dir: Path, split: str) -> dict[str, int]:
 
 def collect(named_runs: dict[str, Path]) -> None:
     """Writes OUT/NAME.json for each run directory (module docstring)."""
-    sys.path.insert(0, str(HERE.parents[1]))
     from jaxenc.training import checkpointing
 
     OUT.mkdir(exist_ok=True)

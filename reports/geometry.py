@@ -10,27 +10,23 @@ second moment along their mean direction, and, for pair tasks, the Pearson corre
 cosine of a pair's two vectors with its gold score or label (what the geometry alone says about
 relatedness, no head). Writes results/encoders/geometry.md.
 
-  python results/encoders/geometry.py sweep_psan_sick_r_lr1e-3 sweep_disan_sick_r_lr1e-3 ...
+  python -m reports.geometry sweep_psan_sick_r_lr1e-3 sweep_disan_sick_r_lr1e-3 ...
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
+from jaxenc.data import registry
+from jaxenc.encoding import Encoder
+from jaxenc.training.checkpointing import load_config
+from reports.run_files import REPO, RESULTS
 
-from jaxenc.data import registry  # noqa: E402
-from jaxenc.encoding import Encoder  # noqa: E402
-from jaxenc.training.checkpointing import load_config  # noqa: E402
-
-OUT = HERE / "geometry.md"
+OUT = RESULTS / "encoders" / "geometry.md"
 PAIRS = 4000
 
 
@@ -90,7 +86,7 @@ def main() -> None:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     OUT.write_text("Sentence-vector geometry of trained runs (best dev checkpoint, test "
-                   "sentences), written by `python results/encoders/geometry.py "
+                   "sentences), written by `python -m reports.geometry "
                    + " ".join(args.runs) + "`.\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 

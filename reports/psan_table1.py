@@ -19,12 +19,13 @@ sentences. Sentences longer than the batcher's largest bucket are counted too (t
 them later).
 
 spaCy parses are cached in --cache_dir (jaxenc.structures.cache), so a rerun parses nothing.
-The numbers are stored in table1.json beside this script; table1.md is rendered from them.
+The numbers are stored in results/psan/table1.json; results/psan/table1.md is rendered from
+them.
 
-    python results/psan/table1.py                       # measure every row, write json and md
-    python results/psan/table1.py --datasets sst5_trees,snli   # measure these rows only
-    python results/psan/table1.py --check               # measure, exit 1 if the files differ
-    python results/psan/table1.py --render              # table1.md from table1.json, no data
+    python -m reports.psan_table1                       # measure every row, write json and md
+    python -m reports.psan_table1 --datasets sst5_trees,snli   # measure these rows only
+    python -m reports.psan_table1 --check               # measure, exit 1 if the files differ
+    python -m reports.psan_table1 --render              # table1.md from table1.json, no data
 """
 
 from __future__ import annotations
@@ -40,19 +41,16 @@ from pathlib import Path
 
 import ml_collections
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO))
+from jaxenc import configs
+from jaxenc.data import paths, registry
+from jaxenc.data.records import Example, Sentence
+from jaxenc.errors import DataError
+from jaxenc.structures import arrays, stats
+from jaxenc.training import validation
+from reports.run_files import RESULTS
 
-from jaxenc import configs  # noqa: E402
-from jaxenc.data import paths, registry  # noqa: E402
-from jaxenc.data.records import Example, Sentence  # noqa: E402
-from jaxenc.errors import DataError  # noqa: E402
-from jaxenc.structures import arrays, stats  # noqa: E402
-from jaxenc.training import validation  # noqa: E402
-
-STORED = HERE / "table1.json"
-TABLE = HERE / "table1.md"
+STORED = RESULTS / "psan" / "table1.json"
+TABLE = RESULTS / "psan" / "table1.md"
 TRAINING, TRANSFER = "training", "transfer"
 # Read by no committed PSAN config or transfer task; base.py:psan,<dataset> trains on it.
 BASE = "base.py"
@@ -201,7 +199,7 @@ def render(stored: dict[str, dict]) -> str:
     lines = [
         "# PSAN Table 1 on every dataset the project parses",
         "",
-        "Made by `python results/psan/table1.py` (numbers in table1.json). Phrases per sentence "
+        "Made by `python -m reports.psan_table1` (numbers in table1.json). Phrases per sentence "
         "is the mean over sentences of the phrase count of the level; words per phrase is all "
         "words over all phrases of the level. Each row divides exactly the trees PSAN gets for "
         "that dataset (the model section of `jaxenc.configs.get_config(\"psan,<dataset>\")` "
