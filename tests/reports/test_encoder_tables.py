@@ -88,7 +88,7 @@ def test_table_recipes_are_the_sweep_choices():
     for family, tasks in chosen.items():
         for task in tasks:
             if all((table.RUNS / f"sweep_{family}_{task}_{name}" / "results.md")
-                   .is_file() for name in table.runs.SWEEP[family]):
+                   .is_file() for name in table.runs.candidates(family, task)):
                 assert task in table.runs.RECIPES.get(family, {}), (family, task)
 
 
@@ -102,6 +102,14 @@ def test_seed_zero_of_a_sweep_model_is_its_chosen_sweep_run():
             plan = runs.table_plan([model], [task], [0])
             sweep = runs.sweep_plan([family], [task], [variant])
             assert plan == sweep  # the same command: seed 0 is not trained twice
+
+
+def test_the_sweep_plan_is_what_is_committed():
+    plan = table.runs.sweep_plan(list(table.runs.SWEEP), list(table.runs.SWEEP_TASKS))
+    committed = {path.name for path in table.RUNS.iterdir() if path.name.startswith("sweep_")}
+    assert set(plan) == committed
+    assert len(plan) + sum(map(len, table.runs.UNTRIED.values())) == sum(
+        len(variants) for variants in table.runs.SWEEP.values()) * len(table.runs.SWEEP_TASKS)
 
 
 def test_a_model_limited_to_some_tasks_is_planned_on_those_only():
