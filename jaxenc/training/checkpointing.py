@@ -52,6 +52,7 @@ from jaxenc.files import write_error, write_text_atomic, writing
 from jaxenc.layers.dropout import resolve_mask_bits
 from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.training import integrity
+from jaxenc.training.sections import ADDED_KEY_DEFAULTS, EXTENSIBLE_KEYS, RESUMABLE_KEYS
 from jaxenc.training.state import TrainState
 
 log = logging.getLogger(__name__)
@@ -71,32 +72,10 @@ LATEST_DIR, BEST_DIR = "checkpoints", "best"
 BASELINES_DIR = "baselines"  # workdir/baselines/<name>: the run of the config's baselines.<name>
 SEEDS_DIR = "seeds"  # workdir/seeds/<seed>: the runs of each further seed of train.seeds
 
-# Config keys a resumed run may change, recorded in config.json's history: they decide when to
-# evaluate, log and save, where the same data is read from, how large evaluation batches are and
-# what a diverging step does, not the training trajectory. The baselines are runs of their own
-# (compared in their own workdirs), so the main run ignores that section.
-RESUMABLE_KEYS = frozenset({
-    "train.eval_every", "train.log_every", "train.progress_bar", "train.distributed",
-    "train.nonfinite", "train.divergence_bound", "checkpoint.every", "checkpoint.keep",
-    "checkpoint.best_k",
-    "data.data_dir", "data.tfds_dir", "data.eval_batch_size",
-    "data.train_file", "data.dev_file", "data.test_file",  # where the same data is read from
-    "train.samples", "data.expand_vocabulary",  # what is printed; how a finished run encodes
-    "train.compilation_cache"})  # where compiled programs are kept
-# other runs and their settings; what is done after training
+# Sections a resumed run may change: other runs and their settings (compared in their own
+# workdirs), what is done after training. Which keys of the other sections it may change:
+# RESUMABLE_KEYS and EXTENSIBLE_KEYS (jaxenc.training.sections).
 RESUMABLE_SECTIONS = ("baselines", "recipes", "showcase")
-EXTENSIBLE_KEYS = ("train.num_steps", "train.epochs")  # may grow (train longer), never shrink
-# Keys outside the model sections added after runs were saved, at the value that computes what
-# such a run computed: a saved run without the key resumes with it at this value.
-ADDED_KEY_DEFAULTS = {"task.split_seed": -1,  # -1: the splits are carved with train.seed
-                      "train.patience_min_epochs": 0.0,  # 0.0: evaluations alone stop a run
-                      "train.seeds": 1,  # a run's config.json names its own seed alone
-                      "optim.flatten": False,  # optimiser state per parameter leaf
-                      "data.vector_vocabulary": 0,  # 0: the training words alone
-                      # task.dataset="files" only, which the runs without them predate
-                      "data.train_file": "", "data.dev_file": "", "data.test_file": "",
-                      "data.text_columns": "", "data.label_column": "label",
-                      "data.score_column": "score"}
 _ABSENT = "<absent>"
 
 

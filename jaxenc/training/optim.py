@@ -13,14 +13,15 @@ vector's, so a run saved with per-leaf state resumes with `flatten` False.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
-import ml_collections
 import optax
 
 from jaxenc.errors import ConfigError
 from jaxenc.layers.embed import EMBEDDING_PARAM
+from jaxenc.training.sections import Optim
 
 Params = dict
 
@@ -55,9 +56,8 @@ def trainable_labels(params: Params, freeze_embeddings: bool) -> Params:
 
 LearningRate = float | optax.Schedule
 
-# name -> (learning rate, optim config) -> the optimiser.
-OPTIMIZERS: dict[str, Callable[[LearningRate, ml_collections.ConfigDict],
-                               optax.GradientTransformation]] = {
+# name -> (learning rate, optim section) -> the optimiser.
+OPTIMIZERS: dict[str, Callable[[LearningRate, Optim], optax.GradientTransformation]] = {
     "adadelta": lambda lr, cfg: optax.adadelta(lr, rho=cfg.rho, eps=cfg.eps),
     "adam": lambda lr, cfg: optax.adam(lr, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps),
     "adagrad": lambda lr, cfg: optax.adagrad(lr, initial_accumulator_value=cfg.initial_accumulator,
@@ -66,31 +66,29 @@ OPTIMIZERS: dict[str, Callable[[LearningRate, ml_collections.ConfigDict],
 }
 
 
-def learning_rate(optim_cfg: ml_collections.ConfigDict) -> LearningRate:
+def learning_rate(optim: Optim) -> LearningRate:
     """The constant learning rate, ramped up linearly from 0 over `warmup_steps` if > 0."""
-    if optim_cfg.warmup_steps > 0:
-        return optax.linear_schedule(0.0, optim_cfg.learning_rate, optim_cfg.warmup_steps)
-    return optim_cfg.learning_rate
+    if optim.warmup_steps > 0:
+        return optax.linear_schedule(0.0, optim.learning_rate, optim.warmup_steps)
+    return optim.learning_rate
 
 
-def build_optimizer(optim_cfg: ml_collections.ConfigDict, params: Params,
+def build_optimizer(optim: Optim | Mapping[str, Any], params: Params,
                     freeze_embeddings: bool = False) -> optax.GradientTransformation:
-    """The full update rule (module docstring) for parameters shaped like `params`.
-
-    optim_cfg: name (adadelta | adam | adagrad | sgd), learning_rate, warmup_steps, weight_decay,
-    clip_norm (<= 0: no clipping), the optimiser's own constants (rho, eps, b1, b2,
-    initial_accumulator, momentum) and flatten.
-    """
-    if optim_cfg.name not in OPTIMIZERS:
-        raise ConfigError(f"unknown optimizer {optim_cfg.name!r} (fix: set --config.optim.name "
+    """The full update rule (module docstring) of the optim section (jaxenc.training.sections:
+    name, learning_rate, warmup_steps, weight_decay, clip_norm (<= 0: no clipping), the
+    optimiser's own constants and flatten) for parameters shaped like `params`."""
+    optim = optim if isinstance(optim, Optim) else Optim.of(optim)
+    if optim.name not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {optim.name!r} (fix: set --config.optim.name "
                           f"to one of {', '.join(OPTIMIZERS)})")
     steps = []
-    if optim_cfg.clip_norm > 0:
-        steps.append(optax.clip_by_global_norm(optim_cfg.clip_norm))
-    steps.append(OPTIMIZERS[optim_cfg.name](learning_rate(optim_cfg), optim_cfg))
-    update = optax.flatten(optax.chain(*steps)) if optim_cfg.flatten else optax.chain(*steps)
-    if optim_cfg.weight_decay > 0:  # per leaf (its mask names leaves), fused into the flattening
+    if optim.clip_norm > 0:
+        steps.append(optax.clip_by_global_norm(optim.clip_norm))
+    steps.append(OPTIMIZERS[optim.name](learning_rate(optim), optim))
+    update = optax.flatten(optax.chain(*steps)) if optim.flatten else optax.chain(*steps)
+    if optim.weight_decay > 0:  # per leaf (its mask names leaves), fused into the flattening
         update = optax.chain(
-            optax.add_decayed_weights(optim_cfg.weight_decay, weight_decay_mask), update)
+            optax.add_decayed_weights(optim.weight_decay, weight_decay_mask), update)
     return optax.multi_transform({"trainable": update, "frozen": optax.set_to_zero()},
                                  trainable_labels(params, freeze_embeddings))

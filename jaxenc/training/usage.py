@@ -5,7 +5,7 @@ as `--config.SECTION.KEY` with its value in `config` (the defaults of
 train/configs/base.py:bag,trec unless a --config is given) and a one-line meaning. Keys and values
 come from the config itself; a model key's meaning comes from its config class (the `Attributes:`
 section of the class docstrings along its MRO, else the comment above the field); any other key's
-from `MEANINGS`, which a test keeps in step with `jaxenc.configs.get_config`.
+from its field in `jaxenc.training.sections`.
 """
 
 from __future__ import annotations
@@ -24,86 +24,7 @@ from jaxenc.models import registry
 from jaxenc.models.config import EncoderConfig
 from jaxenc.training.checkpointing import CONFIG_SECTIONS
 from jaxenc.training.optim import OPTIMIZERS
-
-# Meaning of every key outside the model sections, by flat key.
-MEANINGS: dict[str, str] = {
-    "task.dataset": "the dataset: one of the datasets above",
-    "task.dev_fraction": "share of train made dev when the dataset has no dev split",
-    "task.test_fraction": "share of train made test when the dataset has none",
-    "task.split_seed": "seed of the carved dev / test splits (-1: train.seed)",
-    "task.head.hidden_dims": "hidden layer widths of the classifier head (empty: linear)",
-    "task.head.activation": "activation of the head's hidden layers",
-    "task.head.dropout_rate": "dropout before each of the head's layers",
-    "task.head.pair_features": "pair tasks: the head's features of vectors u, v",
-    "task.head.relatedness_hidden_dim": "hidden width of the relatedness head (Tai et al. 2015)",
-    "task.head.decoder.name": '"transformer": the generic decoder below; "model": the model\'s own',
-    "task.head.decoder.model_dim": "width of the generic decoder",
-    "task.head.decoder.num_layers": "layers of the generic decoder",
-    "task.head.decoder.num_heads": "attention heads of the generic decoder",
-    "task.head.decoder.ff_dim": "feed-forward width of the generic decoder",
-    "task.head.decoder.dropout_rate": "dropout in the generic decoder",
-    "task.head.decoder.label_smoothing": "label smoothing of the decoder's cross-entropy",
-    "task.head.decoder.beam_size": "beam width of test-split decoding (1: greedy)",
-    "task.head.decoder.length_penalty": "length penalty of beam search",
-    "task.head.decoder.max_decode_length": "longest decoded output, in tokens",
-    "data.data_dir": "the data folder (default: $JAXENC_DATA_DIR)",
-    "data.tfds_dir": "non-empty: read the dataset through TFDS, built there",
-    "data.batch_size": "training examples per step",
-    "data.eval_batch_size": "examples per dev / test batch",
-    "data.bucket_step": "width of the length buckets batches are padded to",
-    "data.max_length": "longest training sentence in tokens (longer: dropped)",
-    "data.min_count": "rarer words of train are left out of the vocabulary",
-    "data.max_vocab": "most words in the vocabulary (0: no limit)",
-    "data.vector_vocabulary": "also the first N words of data.embeddings in the vocabulary",
-    "data.lowercase": "lower-case every token",
-    "data.embeddings": "GloVe text files, comma-separated (empty: random init)",
-    "data.oov": 'words without a vector: "random", "hashed" or "drop"',
-    "data.lowercase_fallback": "a word without a vector takes its lower-cased form's vector",
-    "data.freeze_embeddings": "keep the word table fixed (sets model.freeze_embeddings)",
-    "data.phrase_repeats": "sst5_phrases: repeats of non-neutral phrases per epoch",
-    "data.corpus_files": 'task.dataset="corpus": the text files, one sentence a line',
-    "data.train_file": 'task.dataset="files": your training file (.tsv, .csv or .jsonl)',
-    "data.dev_file": 'task.dataset="files": your dev file ("": carved from train)',
-    "data.test_file": 'task.dataset="files": your test file ("": carved from train)',
-    "data.text_columns": 'task.dataset="files": the text column, or two for pairs ("": text, '
-                         'else text_a,text_b)',
-    "data.label_column": 'task.dataset="files": the column of the class labels',
-    "data.score_column": 'task.dataset="files": the column of relatedness scores (pairs)',
-    "data.corpus_oov": 'task.dataset="corpus": a sentence with an unknown word: "drop_sentences", '
-                       '"drop_words" or "unk"',
-    "data.expand_vocabulary": "as an encoder: any word with a vector in data.embeddings",
-    "optim.name": "the optimiser: one of the optimisers above",
-    "optim.learning_rate": "the learning rate (reached after warmup_steps)",
-    "optim.warmup_steps": "steps of linear learning-rate warm-up from 0 (0: none)",
-    "optim.weight_decay": "L2 penalty on weight matrices only",
-    "optim.clip_norm": "clip the gradients' global norm to this (0: off)",
-    "optim.rho": "adadelta's decay rate",
-    "optim.eps": "adadelta's, adam's and adagrad's epsilon",
-    "optim.b1": "adam's first-moment decay",
-    "optim.b2": "adam's second-moment decay",
-    "optim.initial_accumulator": "adagrad's initial accumulator value",
-    "optim.momentum": "sgd's momentum (0: none)",
-    "optim.flatten": "clip and update one vector of all trainable parameters (fewer kernels)",
-    "train.num_steps": "training steps (0: epochs x batches per epoch)",
-    "train.epochs": "training epochs, when num_steps is 0",
-    "train.eval_every": "steps between dev evaluations (0: once per epoch)",
-    "train.log_every": "steps between train-loss records in metrics.jsonl",
-    "train.seed": "seed of initialisation, shuffling and carved splits",
-    "train.seeds": "train each model with this many seeds from train.seed (mean ± std)",
-    "train.patience": "stop after this many evaluations without gain (0: never)",
-    "train.patience_min_epochs": "with patience, wait this many epochs after the best (0: off)",
-    "train.progress_bar": "show a progress bar (on a terminal only)",
-    "train.distributed": "call jax.distributed.initialize() (multi-host runs)",
-    "train.nonfinite": '"stop" or "skip" a step whose loss or gradient is nan/inf or diverged',
-    "train.divergence_bound": "a training loss above it has diverged (0: no bound)",
-    "train.samples": "seq2seq: dev examples decoded at each evaluation",
-    "train.compilation_cache": 'JAX\'s persistent compilation cache folder ("": off)',
-    "checkpoint.every": "steps between saved checkpoints (0: at every evaluation)",
-    "checkpoint.keep": "periodic checkpoints kept",
-    "checkpoint.best_k": "best-by-dev parameter sets kept",
-    "showcase.export_best": "after training, export the best model to workdir/export",
-    "showcase.sentences": "sentences encoded by it and every other model, compared",
-}
+from jaxenc.training.sections import MEANINGS
 
 _WIDTH = 100      # of the help text
 _KEY_COLUMN = 40  # where meanings start

@@ -2,10 +2,11 @@
 
 `check_config(config)` refuses numeric values that cannot make sense (a negative batch size, a
 learning rate of 0, a dropout rate of 1, ...) before anything is read or written, so a typo on
-the command line never leaves a half-made workdir behind. Each rule of `RULES` (the whole config)
-and `MODEL_RULES` (every model section: `model` and each `baselines.NAME`) states what a key must
-be; the fix offered is the key's default. A model section is then validated by its own config
-class (jaxenc.models.config.EncoderConfig.validate), whose messages name the same flags, and its
+the command line never leaves a half-made workdir behind. Each rule of `RULES` (the keys' checks,
+jaxenc.training.sections) and `MODEL_RULES` (every model section: `model` and each
+`baselines.NAME`) states what a key must be; the fix offered is the key's default. A model
+section is then validated by its own config class (jaxenc.models.config.EncoderConfig.validate),
+whose messages name the same flags, and its
 "auto" options are replaced in the config by the values the encoder is built with
 (`registry.resolved_auto`; a `parser` left "auto" becomes "gold" first where task.dataset ships
 the trees the model reads): overrides are applied by then, and the training loop checks the
@@ -19,11 +20,9 @@ closest keys of that section as the fix.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import ml_collections
@@ -32,90 +31,7 @@ from jaxenc import configs
 from jaxenc.errors import ConfigError
 from jaxenc.models import registry
 from jaxenc.models.config import AUTO
-
-
-@dataclasses.dataclass(frozen=True)
-class Rule:
-    """What a config value must be: `accepts(value)`, worded as `requirement`."""
-
-    accepts: Callable[[Any], bool]
-    requirement: str
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-POSITIVE_INT = Rule(lambda v: _is_int(v) and v >= 1, "must be a positive integer")
-POSITIVE_REAL = Rule(lambda v: _is_real(v) and v > 0, "must be a number > 0")
-NON_NEGATIVE_REAL = Rule(lambda v: _is_real(v) and v >= 0, "must be a number >= 0")
-NON_NEGATIVE_INT = Rule(lambda v: _is_int(v) and v >= 0, "must be an integer >= 0")
-RATE = Rule(lambda v: _is_real(v) and 0 <= v < 1, "must be in [0, 1)")
-WIDTHS = Rule(lambda v: isinstance(v, (tuple, list)) and all(_is_int(w) and w >= 1 for w in v),
-              "must be a list of positive integers, e.g. '(300,)' (empty: no hidden layer)")
-
-
-def count(zero_means: str) -> Rule:
-    """An integer >= 0 whose 0 means `zero_means`."""
-    return Rule(lambda v: _is_int(v) and v >= 0, f"must be an integer >= 0 (0: {zero_means})")
-
-
-# Flat config key -> what its value must be.
-RULES: dict[str, Rule] = {
-    "task.dev_fraction": RATE,
-    "task.test_fraction": RATE,
-    "task.split_seed": Rule(lambda v: _is_int(v) and v >= -1,
-                            "must be an integer >= -1 (-1: train.seed)"),
-    "task.head.hidden_dims": WIDTHS,
-    "task.head.dropout_rate": RATE,
-    "task.head.relatedness_hidden_dim": POSITIVE_INT,
-    "task.head.decoder.model_dim": POSITIVE_INT,
-    "task.head.decoder.num_layers": POSITIVE_INT,
-    "task.head.decoder.num_heads": POSITIVE_INT,
-    "task.head.decoder.ff_dim": POSITIVE_INT,
-    "task.head.decoder.dropout_rate": RATE,
-    "task.head.decoder.label_smoothing": RATE,
-    "task.head.decoder.beam_size": POSITIVE_INT,
-    "task.head.decoder.length_penalty": NON_NEGATIVE_REAL,
-    "task.head.decoder.max_decode_length": POSITIVE_INT,
-    "data.batch_size": POSITIVE_INT,
-    "data.eval_batch_size": POSITIVE_INT,
-    "data.bucket_step": POSITIVE_INT,
-    "data.max_length": POSITIVE_INT,
-    "data.min_count": POSITIVE_INT,
-    "data.max_vocab": count("no limit"),
-    "data.vector_vocabulary": count("training words only"),
-    "data.phrase_repeats": POSITIVE_INT,
-    "optim.learning_rate": POSITIVE_REAL,
-    "optim.warmup_steps": count("no warm-up"),
-    "optim.weight_decay": NON_NEGATIVE_REAL,
-    "optim.clip_norm": NON_NEGATIVE_REAL,
-    "optim.rho": RATE,
-    "optim.eps": POSITIVE_REAL,
-    "optim.b1": RATE,
-    "optim.b2": RATE,
-    "optim.initial_accumulator": NON_NEGATIVE_REAL,
-    "optim.momentum": RATE,
-    "train.num_steps": count("epochs x batches per epoch"),
-    "train.epochs": count("only with train.num_steps > 0"),
-    "train.eval_every": count("once per epoch"),
-    "train.log_every": POSITIVE_INT,
-    "train.seed": NON_NEGATIVE_INT,
-    "train.seeds": POSITIVE_INT,
-    "train.patience": count("no early stopping"),
-    "train.patience_min_epochs": NON_NEGATIVE_REAL,
-    "train.samples": count("no samples"),
-    "train.divergence_bound": Rule(lambda v: _is_real(v) and v >= 0,
-                                   "must be a number >= 0 (0: no bound)"),
-    "checkpoint.every": count("at every evaluation"),
-    "checkpoint.keep": POSITIVE_INT,
-    "checkpoint.best_k": POSITIVE_INT,
-}
+from jaxenc.training.sections import POSITIVE_INT, RATE, RULES, Rule
 
 # Model field -> what its value must be, in every model section that has the field (the rest of
 # a model's fields are checked by its config class).
