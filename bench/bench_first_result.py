@@ -173,7 +173,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6, help="training steps per run")
     parser.add_argument("--eval_every", type=int, default=3, help="dev evaluation period")
     parser.add_argument("--data_dir", default=os.environ.get("JAXENC_DATA_DIR", ""),
-                        help="the shared/data folder (default: $JAXENC_DATA_DIR)")
+                        help="the data root, docs/data.md (default: $JAXENC_DATA_DIR)")
     parser.add_argument("--out", default="", help="folder for results.json and report.md")
     parser.add_argument("--update", action="store_true",
                         help="replace only the rows of --models in the report in --out")

@@ -1,6 +1,6 @@
 """PSAN's packed phrase attention on SST training batches: attention memory and host plan rate.
 
-    python -m bench.bench_packing [--data-dir ../shared/data] [--out results/psan/packing.md]
+    python -m bench.bench_packing [--data-dir DATA] [--out results/psan/packing.md]
 
 SST training trees (8544, gold, binarised; psan.segments: 3 levels, min split length 4), batches
 of 64 in buckets of 8 tokens, shuffled (seed 0). Attention elements per batch, summed over the 3
@@ -122,7 +122,8 @@ def measure(features: list[dict], config: PackingConfig, *, batch_size: int, max
 @cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")
+    parser.add_argument("--data-dir", default=None,
+                        help="the data root, docs/data.md (default $JAXENC_DATA_DIR)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--bucket-step", type=int, default=8)

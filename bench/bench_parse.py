@@ -1,6 +1,6 @@
 """spaCy parse rate on SST-length sentences (SST-5 train), printed as one summary line.
 
-    python -m bench.bench_parse --data_dir ../shared/data [--num_sentences 2000] [--batch_size 256]
+    python -m bench.bench_parse --data_dir DATA [--num_sentences 2000] [--batch_size 256]
 
 Loading the pipeline and a warm-up batch are excluded from the timing.
 """

@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bucket", type=int, default=24, help="table5: bucket length (tokens)")
     parser.add_argument("--batch", type=int, default=64, help="sentences per batch")
     parser.add_argument("--repeats", type=int, default=3, help="table5: timed repeats per model")
-    parser.add_argument("--data_dir", default=None, help="table5: shared/data ($JAXENC_DATA_DIR)")
+    parser.add_argument("--data_dir", default=None,
+                        help="table5: the data root, docs/data.md ($JAXENC_DATA_DIR)")
     parser.add_argument("--cache_dir", default="/tmp/jaxenc_parse_cache",
                         help="table5: spaCy parse cache")
     parser.add_argument("--lengths", type=parse_ints, default=[16, 64, 128],

@@ -1,6 +1,6 @@
 """Host-side cost of trees -> structure arrays, in sentences per second on one CPU core.
 
-    python -m bench.bench_structures [--data-dir ../shared/data] [--repeats 3]
+    python -m bench.bench_structures [--data-dir DATA] [--repeats 3]
 
 Constituency trees: the SST trees (train+dev+test, 11855). Dependency trees: UD English-EWT train
 sentences of 5 words up to the longest SST sentence, so both have SST-like lengths. Per sentence:
@@ -83,7 +83,8 @@ def measure(root: Path, repeats: int) -> tuple[dict[str, float], str]:
 @cli.reports_errors
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=None, help="shared/data (default $JAXENC_DATA_DIR)")
+    parser.add_argument("--data-dir", default=None,
+                        help="the data root, docs/data.md (default $JAXENC_DATA_DIR)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     with one_core():

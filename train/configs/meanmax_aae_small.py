@@ -1,5 +1,5 @@
 """Mean-Max AAE small enough to train on 2 CPU cores in about an hour, on the unlabelled
-sentences of shared/data; the paper's settings otherwise (meanmax_aae_paper.py).
+sentences of the data root's datasets; the paper's settings otherwise (meanmax_aae_paper.py).
 
 Build the corpus once (no sentence of any transfer task: jaxenc.data.corpus.DEFAULT_SOURCES
 lists the dataset splits, and lines that are transfer-task sentences are left out), then train
