@@ -61,7 +61,7 @@ from jaxenc.files import write_text_atomic
 from jaxenc.layers import multidim_attention
 from jaxenc.layers.dropout import AUTO_BITS, resolve_mask_bits
 from jaxenc.models import disan
-from jaxenc.training.report import markdown_table
+from jaxenc.training.run_report import markdown_table
 
 FLOOR = "no t2t"
 REFERENCE_BITS = 32  # blocked's reference dropout (flax's): one random word per decision

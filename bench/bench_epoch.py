@@ -31,7 +31,7 @@ import jax
 from bench.common import time_in_turns
 from jaxenc import cli
 from jaxenc.errors import ConfigError
-from jaxenc.training import loop
+from jaxenc.training import input_pipeline, loop
 from jaxenc.training.measure import roles
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
@@ -87,7 +87,7 @@ def build(label: str, config, workdir: Path, parse_cache: Path, mesh) -> dict:
     """The model's epoch and test pass as zero-argument callables, and its numbers."""
     workdir.mkdir(parents=True)
     (workdir / "parse_cache").symlink_to(parse_cache)
-    setup = loop.prepare(config, workdir, mesh, loop.load_splits(config))
+    setup = loop.prepare(config, workdir, mesh, input_pipeline.load_splits(config))
     train_step = make_train_step(setup.model, setup.task, setup.tx, mesh)
     train_batches = [shard_batch(b, mesh) for b in setup.batchers["train"].epoch(0)]
     test_batches = [shard_batch(b, mesh) for b in setup.batchers["test"].epoch(0)]

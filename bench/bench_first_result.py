@@ -55,7 +55,7 @@ OLD_HEADER = re.compile(r"Time to first result: (\d+) steps, dev every (\d+), .*
 def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, data_dir: str,
           corpus_file: str) -> dict:
     """One run in this process; its time split (seconds) and compile counts."""
-    from jaxenc.training import compilation, loop
+    from jaxenc.training import compilation, input_pipeline, loop
     from train.configs import base
 
     started = time.perf_counter()
@@ -80,7 +80,7 @@ def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, dat
     loop.prepare = timed_prepare
     with compilation.CompileRecorder() as recorder:
         start = time.perf_counter()
-        splits = loop.load_splits(config)
+        splits = input_pipeline.load_splits(config)
         data_s += time.perf_counter() - start
         row = loop.train_and_evaluate(config, workdir, splits=splits)
     stats = recorder.stats

@@ -29,12 +29,12 @@ import numpy as np
 from bench.common import timed
 from jaxenc.data import corpus
 from jaxenc.data.batching import bucket_lengths, bucket_of
-from jaxenc.data.text_io import tokenize
 from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL
 from jaxenc.models.registry import build_encoder
 from jaxenc.tasks.tasks import build_task
+from jaxenc.text_io import tokenize
 from jaxenc.training.optim import build_optimizer
-from jaxenc.training.report import markdown_table
+from jaxenc.training.run_report import markdown_table
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
 from jaxenc.training.steps import make_train_step

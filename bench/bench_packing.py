@@ -8,8 +8,8 @@ levels, relative to DiSAN's dense 2 B L^2 (forward and backward [L, L] masks, L 
 - packed: sum over the plan arrays int32[G, N, L_c] of G N L_c^2 (the plan's static shapes: the
   planned capacities, or the bound ones for a batch that falls back);
 - tiles: what PSAN's packed attention computes on those shapes, G (T + 1 + P) tile^2 per level
-  (jaxenc.layers.packing.tile_schedule with --tile positions per tile: T tiles and an empty one
-  attend themselves, P pairs of tiles of one long phrase attend each other);
+  (jaxenc.layers.packed_attention.tile_schedule with --tile positions per tile: T tiles and an
+  empty one attend themselves, P pairs of tiles of one long phrase attend each other);
 - per-batch classes: each phrase padded to its class length, sum L_c^2 (what dynamic shapes would
   cost: the floor of any static capacity policy);
 - data bound: sum of l^2 over the phrases (the "exact" floor);
@@ -34,7 +34,7 @@ from jaxenc import cli
 from jaxenc.data.batching import Batcher, bucket_lengths
 from jaxenc.data.packing import PackingConfig, level_prefix
 from jaxenc.data.paths import data_dir
-from jaxenc.layers.packing import tile_schedule
+from jaxenc.layers.packed_attention import tile_schedule
 from jaxenc.structures import psan
 from jaxenc.structures.formats import read_bracketed
 

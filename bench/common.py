@@ -29,9 +29,9 @@ import numpy as np
 
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import structure_spec
+from jaxenc.records import Example, Sentence
 from jaxenc.structures.arrays import UD_RELATIONS, build_relation_vocab
 
 MIB = 2.0**20

@@ -12,10 +12,10 @@ What a sentence may be (`SentenceLike`):
 - a string, tokenised as the training data was (`Encoder.tokenizer`, the training dataset's
   `DatasetInfo.tokenizer`): "whitespace" where the dataset ships tokenised text (TREC, SST, MR,
   the synthetic data: its tokens are its text split on whitespace), "text" =
-  `jaxenc.data.text_io.tokenize` where the reader tokenises raw text (SICK, MRPC, STS, SNLI, a
+  `jaxenc.text_io.tokenize` where the reader tokenises raw text (SICK, MRPC, STS, SNLI, a
   corpus). A dataset's own text so gives its own tokens;
 - a list of tokens, used as given;
-- a `jaxenc.data.records.Sentence` (a reader's record, with its gold trees when it has them).
+- a `jaxenc.records.Sentence` (a reader's record, with its gold trees when it has them).
 
 Featurizing is the training featurizer's (`jaxenc.data.featurize.Featurizer`) with the run's
 vocabulary, lower-case fallback, OOV policy, prefix tokens, relation vocabulary and structure
@@ -76,11 +76,11 @@ import numpy as np
 
 from jaxenc import prediction
 from jaxenc.data.batching import Batcher, bucket_lengths, bucket_of, sentence_fields
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import TOKENIZERS
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import parsers
+from jaxenc.text_io import TOKENIZERS
 
 Batch = dict[str, np.ndarray]
 SentenceLike = str | Sequence[str] | Sentence
@@ -112,7 +112,7 @@ def as_sentence(item: SentenceLike, tokenizer: str = "whitespace") -> Sentence:
     if isinstance(item, Sequence) and all(isinstance(token, str) for token in item):
         return Sentence(tokens=tuple(item), text=" ".join(item))
     raise TypeError(f"cannot encode {type(item).__name__} {str(item)[:60]!r}: pass a string, a "
-                    "list of tokens or a jaxenc.data.records.Sentence")
+                    "list of tokens or a jaxenc.records.Sentence")
 
 
 def default_text_parser(structure_fields: Sequence[str]) -> str:
@@ -159,7 +159,7 @@ class Encoder:
       found: bool[V], the words that have a vector when words without one are dropped
         (data.oov="drop"), else None.
       relation_vocab: the relation ids of a model with the "relations" field.
-      tokenizer: a key of `jaxenc.data.text_io.TOKENIZERS`, how strings become tokens.
+      tokenizer: a key of `jaxenc.text_io.TOKENIZERS`, how strings become tokens.
       text_parser: the parser of sentences without gold trees when the model's parser is "gold"
         (default: `default_text_parser`; None for a model without structure fields).
       buckets: the training bucket lengths; bucket_step: their step, for longer sentences.

@@ -59,7 +59,6 @@ import ml_collections
 import numpy as np
 
 from jaxenc import __version__, cli, files, prediction, standalone
-from jaxenc.data.text_io import TOKENIZERS
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.encoding import DEFAULT_MAX_LENGTH, INDEX, Encoder
 from jaxenc.errors import ConfigError, WriteError
@@ -72,6 +71,7 @@ from jaxenc.standalone import (
     ExportError,
 )
 from jaxenc.structures.relations import RelationVocabulary
+from jaxenc.text_io import TOKENIZERS
 from jaxenc.training import integrity
 
 VOCAB_FILE, FOUND_FILE, RELATIONS_FILE = "vocab.txt", "found.npy", "relations.json"
@@ -187,7 +187,7 @@ def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[
     """Which checkpoint of a run `export` (and `Encoder.from_workdir`) reads: {"step", "checkpoint"
     (its folder), "dev" (the dev metrics recorded at that step in metrics.jsonl, {} when the run
     has no such record)}. `config`: the run's config.json."""
-    from jaxenc.training import checkpointing, report
+    from jaxenc.training import checkpointing, run_report
 
     checkpoints = checkpointing.Checkpoints(workdir, keep=config["checkpoint"]["keep"],
                                             best_k=config["checkpoint"]["best_k"], repair=False)
@@ -195,8 +195,8 @@ def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[
         step = checkpoints.best_step()
     finally:
         checkpoints.close()
-    metrics = Path(workdir) / report.METRICS_FILE
-    dev = next((record for record in report.read_metrics(metrics, "dev")
+    metrics = Path(workdir) / run_report.METRICS_FILE
+    dev = next((record for record in run_report.read_metrics(metrics, "dev")
                 if record["step"] == step), {}) if metrics.is_file() else {}
     return {"step": step,
             "checkpoint": str((Path(workdir) / checkpointing.BEST_DIR / str(step)).resolve()),

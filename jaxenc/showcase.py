@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxenc.errors import ConfigError
-from jaxenc.training import report
+from jaxenc.training import run_report
 
 EXPORT_DIR = "export"
 
@@ -88,9 +88,9 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
                   **{f"cos {name}": float(values[i]) for name, values in cosines.items()}}
                  for i in range(len(sentences) // 2)]
         lines += ["Cosine similarity of each pair's sentence vectors (1 = the encoder cannot "
-                  "tell them apart):", report.markdown_table(table)]
+                  "tell them apart):", run_report.markdown_table(table)]
     text = "\n\n".join(lines) + "\n"
-    results = workdir / report.RESULTS_FILE
+    results = workdir / run_report.RESULTS_FILE
     results.write_text(results.read_text() + "\n" + text)
     return text
 

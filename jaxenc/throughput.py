@@ -9,9 +9,9 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from jaxenc.data.records import Example
 from jaxenc.encoding import Encoder
-from jaxenc.training import report
+from jaxenc.records import Example
+from jaxenc.training import run_report
 
 MAX_SENTENCES = 1000  # timed sentences per run: enough for a stable rate, seconds to parse
 
@@ -40,6 +40,6 @@ def record_encode_rate(workdir: str | os.PathLike, step: int, sentences: Sequenc
     """`encode_rate` of the run in `workdir`, also appended to its metrics.jsonl as a cost
     record at `step` (its best step), where `train.compare` reads it."""
     rate = encode_rate(workdir, sentences)
-    report.MetricsLog(Path(workdir) / report.METRICS_FILE).write(
-        step, report.COST, {report.ENCODE_RATE: round(rate, 1)})
+    run_report.MetricsLog(Path(workdir) / run_report.METRICS_FILE).write(
+        step, run_report.COST, {run_report.ENCODE_RATE: round(rate, 1)})
     return rate

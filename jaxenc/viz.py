@@ -28,7 +28,7 @@ from jaxenc.errors import DataError
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.relation_bias import GatedRelationBias
 from jaxenc.models.disan import DiSAN
-from jaxenc.training import report
+from jaxenc.training import run_report
 
 DISAN_DIRECTIONS = ("forward", "backward")
 _DPI = 100
@@ -150,7 +150,7 @@ def attention_maps(encoder: Any, sentence: Any) -> dict[str, np.ndarray]:
     Args:
       encoder: a `jaxenc.encoding.Encoder` (`jaxenc.load(EXPORT)`, `Encoder.from_workdir(RUN)`,
         `Encoder.initialised(...)`).
-      sentence: a string, a token list or a `jaxenc.data.records.Sentence`.
+      sentence: a string, a token list or a `jaxenc.records.Sentence`.
 
     Returns:
       module path -> weights, e.g. "forward/attention" (DiSAN) or "psa_1/attention" (PSAN):
@@ -430,7 +430,7 @@ def plot_similarity(labels: Sequence[str], vectors: np.ndarray | jax.Array,
 
 def plot_curves(metrics_path: str | os.PathLike, metric: str | None = None,
                 path: str | os.PathLike | None = None) -> Figure:
-    """The curves of one run from its metrics.jsonl (`jaxenc.training.report.MetricsLog`).
+    """The curves of one run from its metrics.jsonl (`jaxenc.training.run_report.MetricsLog`).
 
     Args:
       metrics_path: a run's metrics.jsonl (resumed runs: the last record of each step counts).
@@ -439,11 +439,11 @@ def plot_curves(metrics_path: str | os.PathLike, metric: str | None = None,
       path: where to write a PNG, if anywhere.
     """
     metrics_path = Path(metrics_path)
-    records = report.read_metrics(metrics_path)
+    records = run_report.read_metrics(metrics_path)
     dev = [r for r in records if r["split"] == "dev"]
     if not dev:
         raise DataError("no dev records to plot", path=metrics_path,
                         fix="train until at least one evaluation has run")
     if metric is None:
         metric = next(key for key in dev[0] if key not in ("step", "split", "loss"))
-    return _save(report.curves_figure({metrics_path.parent.name: records}, metric), path)
+    return _save(run_report.curves_figure({metrics_path.parent.name: records}, metric), path)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxenc.data import named_vectors, registry
-from jaxenc.data.records import Example
+from jaxenc.records import Example
 from reports.run_files import REPO
 
 
@@ -84,7 +84,7 @@ def inputs_digest(config_spec: str) -> str:
     """sha256 of the vocabulary and the initial embedding matrix that the config's run builds
     (its dataset's training split, its seed), with the vectors the running Python imports."""
     from jaxenc.data.embeddings import load_vectors
-    from jaxenc.training.loop import build_vocabularies
+    from jaxenc.training.input_pipeline import build_vocabularies
 
     path, _, arg = config_spec.partition(":")
     spec = importlib.util.spec_from_file_location("config_module", REPO / path)

@@ -26,7 +26,7 @@ import json
 import statistics
 from pathlib import Path
 
-from jaxenc.evaluation.report import render_markdown
+from jaxenc.evaluation.transfer_report import render_markdown
 from jaxenc.training import compare
 from reports import encoder_runs as runs
 from reports.run_files import ENCODER_RUNS, RESULTS

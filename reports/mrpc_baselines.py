@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxenc.data.records import Example, Sentence
 from jaxenc.evaluation import logreg
 from jaxenc.evaluation.encoders import load_encoder
-from jaxenc.training import loop
+from jaxenc.records import Example, Sentence
+from jaxenc.training import input_pipeline
 from reports.encoder_tables import MRPC_BASELINES
 from train.configs import base
 
@@ -90,7 +90,7 @@ def seed_splits(seed: int, data_dir: str | None = None) -> dict[str, list[Exampl
     config.train.seed = seed
     if data_dir:
         config.data.data_dir = data_dir
-    return loop.load_splits(config)
+    return input_pipeline.load_splits(config)
 
 
 def evaluate(seeds: Sequence[int] = SEEDS, data_dir: str | None = None,

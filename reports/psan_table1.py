@@ -43,8 +43,8 @@ import ml_collections
 
 from jaxenc import configs
 from jaxenc.data import paths, registry
-from jaxenc.data.records import Example, Sentence
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import arrays, stats
 from jaxenc.training import validation
 from reports.run_files import RESULTS
@@ -113,7 +113,8 @@ def psan_model_config(dataset: str) -> ml_collections.ConfigDict:
 
 
 def _has_target(example: Example, kind: str) -> bool:
-    """Whether training keeps the example (jaxenc.training.loop.load_splits drops the others)."""
+    """Whether training keeps the example (jaxenc.training.input_pipeline.load_splits drops the
+    others)."""
     if kind in ("single", "pair"):
         return example.label is not None
     return example.score is not None if kind == "relatedness" else True

@@ -37,14 +37,14 @@ def sentence_facts(tokens: tuple[str, ...]) -> dict[str, int | bool]:
 
 def collect(run_dirs: list[Path], trained_again: bool = False) -> None:
     """Writes OUT/<run>.jsonl for each run directory (module docstring)."""
-    from jaxenc.training import checkpointing, loop, predict
+    from jaxenc.training import checkpointing, input_pipeline, predict
 
     for run_dir in run_dirs:
         config = checkpointing.load_config(run_dir)
         if config.task.dataset not in OUT:
             raise SystemExit(f"{run_dir}: a {config.task.dataset} run, not SST-2 or SST-5 (fix: "
                              f"pass the directory of a run of {' or '.join(OUT)})")
-        examples = loop.load_splits(config)["test"]
+        examples = input_pipeline.load_splits(config)["test"]
         outputs = predict.predict(run_dir, "test")
         rows = [{**sentence_facts(example.sentences[0].tokens),
                  "correct": bool(prediction == label)}

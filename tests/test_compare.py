@@ -10,7 +10,7 @@ import pytest
 
 from jaxenc.errors import DataError
 from jaxenc.training import checkpointing, compare
-from jaxenc.training.report import MetricsLog
+from jaxenc.training.run_report import MetricsLog
 from train.configs import base
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jaxenc.errors import ConfigError
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, loop, run_report
 from train.configs import base, compare
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_the_seed_summary_is_each_models_mean_and_sample_std():
              "train s": 2 * seed, "train peak MiB": 1.0 + seed}
             for seed, runs in enumerate(runs_of_seed)
             for model, steps, stopped, dev, test in runs]
-    summary = report.seed_summary(rows, seeds=2)
+    summary = run_report.seed_summary(rows, seeds=2)
     assert [row["model"] for row in summary] == ["a", "b"]
     a, b = summary
     assert a["seeds"] == "0,1" and a["steps"] == 15 and a["train s"] == 1
@@ -129,9 +129,9 @@ def test_compare_trains_two_encoders_over_two_seeds_on_a_users_file(tmp_path):
         assert [c["train"]["seed"] for c in configs] == [0, 1]
         assert {c["optim"]["learning_rate"] for c in configs} == {
             {"bag": 3e-3, "transformer": 3e-4}[row["model"]]}  # each family's recipe
-        tests = [report.read_metrics(folder / report.METRICS_FILE, "test")[-1]["accuracy"]
+        tests = [run_report.read_metrics(folder / run_report.METRICS_FILE, "test")[-1]["accuracy"]
                  for folder in folders]
-        assert row["test accuracy"] == report.mean_std(tests)
+        assert row["test accuracy"] == run_report.mean_std(tests)
         assert re.fullmatch(r"\d[\d,]*", row["encode sent/s"]) and int(
             row["encode sent/s"].replace(",", "")) > 0
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from jaxenc.data.featurize import Featurizer, relation_vocabulary
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.relation_bias import GatedRelationBias, RelationTable
 from jaxenc.models.registry import build_encoder, structure_spec
+from jaxenc.records import Example, Sentence
 from jaxenc.structures.relations import NONE_ID, RelationVocabulary, relations
 from jaxenc.structures.trees import DependencyTree
 from train.configs import base

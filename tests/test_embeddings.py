@@ -389,9 +389,9 @@ def test_a_file_before_the_name_wins(tmp_path, glove_reference):
 
 
 def test_bag_encoder_reads_the_name(glove_reference, tmp_path):
-    from jaxenc.data.records import Sentence
     from jaxenc.evaluation import transfer
     from jaxenc.evaluation.encoders import load_encoder
+    from jaxenc.records import Sentence
 
     words, matrix = glove_reference
     encoder = load_encoder("bag:glove-6b-50d")

@@ -19,10 +19,10 @@ import pytest
 
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, relation_vocabulary
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import ENCODERS, build_encoder, structure_spec
+from jaxenc.records import Example, Sentence
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from train.configs import base
 

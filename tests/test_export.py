@@ -28,13 +28,13 @@ from test_transfer import write_sts
 import jaxenc
 from jaxenc import exporting, standalone
 from jaxenc.data.batching import sentence_fields
-from jaxenc.data.records import Example, Sentence
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.evaluation import transfer
 from jaxenc.evaluation.encoders import CheckpointEncoder, load_encoder
 from jaxenc.models.registry import ENCODERS, structure_spec
-from jaxenc.training import checkpointing, integrity, loop
+from jaxenc.records import Example, Sentence
+from jaxenc.training import checkpointing, input_pipeline, integrity, loop
 from jaxenc.training.sharding import make_mesh
 from train.configs import base
 
@@ -61,7 +61,7 @@ def run_config(name: str, **data):
 @functools.cache
 def synthetic_splits() -> dict[str, list[Example]]:
     """A slice of the synthetic data (whatever the model, the same examples)."""
-    splits = loop.load_splits(run_config("bag"))
+    splits = input_pipeline.load_splits(run_config("bag"))
     return {"train": splits["train"][:48], "dev": splits["dev"][:24], "test": splits["test"][:8]}
 
 
@@ -150,12 +150,12 @@ def test_encode_equals_the_training_featurizer_and_the_evaluation_path(runs, nam
     # The README's old recipe, vocab.encode(tokens) without the fallback, gets other ids.
     assert (enc.vocab.encode(records[-1].tokens) != trained[-1]["sentence/tokens"][
         len(enc.prefix_tokens):]).any()
-    # The vectors of the training featurizer's evaluation batches (loop.make_batchers). PSAN's
-    # packing plan: the "worst" capacities, the shapes `encode` compiled (planned ones hold the
-    # same phrases in fewer slots: tests/test_psan.py, tests/test_packing.py).
+    # The vectors of the training featurizer's evaluation batches (input_pipeline.make_batchers).
+    # PSAN's packing plan: the "worst" capacities, the shapes `encode` compiled (planned ones hold
+    # the same phrases in fewer slots: tests/test_psan.py, tests/test_packing.py).
     features = {split: trained for split in ("train", "dev", "test")}
     packing = structure_spec(setup.config.model).packing
-    batcher = loop.make_batchers(
+    batcher = input_pipeline.make_batchers(
         features, setup.config.data, 0, train_cfg=setup.config.train,
         packing=packing and dataclasses.replace(packing, capacity="worst"))["dev"]
     expected = np.zeros((len(records), enc.dim), np.float32)
@@ -376,7 +376,7 @@ def test_cli_exports_once_and_reports_errors_in_one_line(runs, tmp_path, capsys)
 def test_an_export_names_the_model_dataset_and_checkpoint_it_came_from(tmp_path, capsys):
     """The run's best checkpoint is the second of three (dev accuracy 0.6 > 0.5 > 0.4): the
     export names its step and folder, and the dev metrics metrics.jsonl holds for that step."""
-    from jaxenc.training.report import METRICS_FILE, MetricsLog
+    from jaxenc.training.run_report import METRICS_FILE, MetricsLog
 
     setup = make_run(tmp_path, "bag")
     checkpoints = checkpointing.Checkpoints(setup.workdir, keep=1, best_k=1)

@@ -10,9 +10,9 @@ import pytest
 
 import jaxenc
 from jaxenc.data import labelled_files, registry
-from jaxenc.data.text_io import tokenize
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.text_io import tokenize
 from jaxenc.training import checkpointing, loop, predict
 from train.configs import base
 

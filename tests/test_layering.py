@@ -25,7 +25,7 @@ PATH_CHANGE = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\("
 # belongs to the layer of its most specific (longest) entry.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("jaxenc", "jaxenc.errors", "jaxenc.files", "jaxenc.cli", "jaxenc.standalone")),
-    ("records", ("jaxenc.data.records", "jaxenc.data.text_io")),
+    ("records", ("jaxenc.records", "jaxenc.text_io")),
     ("structures", ("jaxenc.structures.*",)),
     ("data", ("jaxenc.data.*",)),
     ("layers", ("jaxenc.layers.*",)),

@@ -23,14 +23,14 @@ from jaxenc.data import corpus
 from jaxenc.data.batching import Batcher
 from jaxenc.data.expansion import ExpandedVocabulary
 from jaxenc.data.featurize import Featurizer
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL, Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.evaluation.encoders import CheckpointEncoder
 from jaxenc.models import meanmax_aae
 from jaxenc.models.registry import build_encoder
+from jaxenc.records import Example, Sentence
 from jaxenc.tasks.tasks import GreedySamples, build_task, translate
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, input_pipeline, loop, run_report
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params, with_pretrained_embeddings
@@ -487,12 +487,12 @@ def test_corpus_configuration_errors_are_one_line(tmp_path):
         corpus.load_splits(config)
     config.data.corpus_files = str(tmp_path / "missing.txt")
     with pytest.raises(DataError, match=r"missing.txt: corpus file not found \(fix: "):
-        loop.load_splits(config)
+        input_pipeline.load_splits(config)
     (tmp_path / "corpus.txt").write_text("the dog runs on grass\n")
     config.data.corpus_files = str(tmp_path / "corpus.txt")
     config.data.embeddings = ""
     with pytest.raises(ConfigError, match="--config.data.embeddings="):
-        loop.load_splits(config)
+        input_pipeline.load_splits(config)
     with pytest.raises(DataError, match="data.corpus_files"):
         loop.registry.load("corpus", "train")
 
@@ -536,7 +536,8 @@ def test_a_run_reports_reconstruction_accuracy_perplexity_and_greedy_samples(cor
     _, workdir, rows, printed = corpus_run
     assert rows[0]["model"] == "meanmax_aae" and rows[0]["compiled shapes"] == 1
     assert 0.0 <= rows[0]["test bleu"] <= 100.0  # the test split reconstructed (greedy here)
-    dev = [r for r in report.read_metrics(workdir / report.METRICS_FILE) if r["split"] == "dev"]
+    dev = [r for r in run_report.read_metrics(workdir / run_report.METRICS_FILE)
+           if r["split"] == "dev"]
     assert [r["step"] for r in dev] == [12, 24]
     assert all(0.0 <= r["accuracy"] <= 1.0 and r["perplexity"] > 1.0 for r in dev)
     assert dev[-1]["perplexity"] < dev[0]["perplexity"]
@@ -553,7 +554,8 @@ def test_a_run_reports_reconstruction_accuracy_perplexity_and_greedy_samples(cor
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_test_split_decoding_batches_give_the_per_bucket_hypotheses_and_bleu(
         beam_size, tmp_path, noisy_params):
-    """The test split as the loop decodes it (loop.DECODE: one shape, the fewest rows) gives the
+    """The test split as the loop decodes it (input_pipeline.DECODE: one shape, the fewest rows)
+    gives the
     hypotheses, so the BLEU and results line, of decoding its dev/test batches (one per bucket,
     each filled up with filler rows), on a tiny model whose rows end at different steps."""
     (tmp_path / "corpus.txt").write_text("\n".join(corpus_lines(400, seed=3)) + "\n")
@@ -565,12 +567,12 @@ def test_test_split_decoding_batches_give_the_per_bucket_hypotheses_and_bleu(
                             embeddings=str(write_vectors(tmp_path / "vectors.txt", WORDS)),
                             freeze_embeddings=True, batch_size=16, eval_batch_size=32,
                             max_length=12, bucket_step=4))
-    splits, mesh = loop.load_splits(config), make_mesh()
+    splits, mesh = input_pipeline.load_splits(config), make_mesh()
     setup = loop.prepare(config, tmp_path / "run", mesh, splits)
-    per_bucket, decoding = setup.batchers["test"], setup.batchers[loop.DECODE]
+    per_bucket, decoding = setup.batchers["test"], setup.batchers[input_pipeline.DECODE]
     shapes = lambda batcher: {b["source/tokens"].shape for b in batcher.epoch(0)}
     assert len(shapes(per_bucket)) > 1 and len(shapes(decoding)) == 1
-    rows = loop.decode_batch_size(len(splits["test"]), 32, mesh.size)
+    rows = input_pipeline.decode_batch_size(len(splits["test"]), 32, mesh.size)
     assert shapes(decoding) == {(rows, 12)} and rows % mesh.size == 0
     assert decoding.num_batches * rows < per_bucket.num_batches * 32  # fewer filler rows
     params = noisy_params(setup.model, next(setup.batchers["train"].epoch(0)), seed=1)

@@ -28,7 +28,7 @@ import pytest
 from jax.extend import core as jax_core
 from test_encoder_contract import TINY, setup
 
-from jaxenc.training import loop
+from jaxenc.training import loop, run_report
 from train.configs import default
 
 RELATIVE_TOLERANCE = 3e-2
@@ -142,8 +142,8 @@ def test_a_short_bfloat16_training_run_learns(tmp_path):
     config.train.update(dict(num_steps=40, eval_every=40, log_every=10, progress_bar=False))
     config.checkpoint.every = 40
     (row,) = loop.run(config, tmp_path)
-    losses = [record["loss"] for record in loop.report.read_metrics(
-        tmp_path / loop.report.METRICS_FILE, "train")]
+    losses = [record["loss"] for record in run_report.read_metrics(
+        tmp_path / run_report.METRICS_FILE, "train")]
     assert len(losses) == 4 and all(np.isfinite(losses))
     assert losses[-1] < losses[0] - 0.03, losses
     assert row["compiled shapes"] == 1

@@ -22,7 +22,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from jaxenc.training import checkpointing, integrity, loop, report
+from jaxenc.training import checkpointing, integrity, loop, run_report
 from jaxenc.training.sharding import NUM_PROCESSES_ENV, PROCESS_ID_ENV
 from train.configs import base
 
@@ -89,8 +89,8 @@ def records(workdir: Path) -> list[dict]:
     """Every metrics.jsonl record, duplicates kept, without the throughput and the cost records
     (times and rates: not results)."""
     return [{key: value for key, value in record.items() if key != "examples_per_second"}
-            for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)
-            if record["split"] != report.COST]
+            for record in run_report.read_metrics(workdir / run_report.METRICS_FILE, latest=False)
+            if record["split"] != run_report.COST]
 
 
 def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):
@@ -122,7 +122,7 @@ def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):
     for step in (3, 6):  # orbax wrote them from both processes; process 0 sealed them
         folder = two / checkpointing.LATEST_DIR / str(step)
         assert (folder / integrity.MANIFEST_FILE).is_file() and integrity.problem(folder) is None
-    assert (two / report.RESULTS_FILE).is_file() and (two / "config.json").is_file()
+    assert (two / run_report.RESULTS_FILE).is_file() and (two / "config.json").is_file()
     outputs = [log.read_text() for log in logs]
     assert "| transformer | synthetic |" in outputs[0]
     assert "| transformer |" not in outputs[1], "only process 0 prints the results"
@@ -137,7 +137,7 @@ def test_sigterm_to_one_process_stops_both_at_the_same_saved_step(tmp_path):
     long = {"train.num_steps": 3000, "train.eval_every": 3000, "checkpoint.every": 3000}
     processes = [launch(workdir, port, i, log, **long) for i, log in enumerate(logs)]
     try:
-        metrics = workdir / report.METRICS_FILE
+        metrics = workdir / run_report.METRICS_FILE
         while (not metrics.is_file() or len(metrics.read_text().splitlines()) < 3) and \
                 all(process.poll() is None for process in processes):
             time.sleep(0.05)

@@ -1,5 +1,5 @@
 """Phrase packing: the host plan (jaxenc.data.packing) against numpy loops, its capacities on every
-SST and TREC batch, the device gather / scatter (jaxenc.layers.packing) against a loop over
+SST and TREC batch, the device gather / scatter (jaxenc.layers.packed_attention) against a loop over
 phrases and against the dense same-phrase [L, L] mask, and the tiled phrase attention: its tile
 layout, values and gradients against the dense mask, a trace that does not grow with the classes,
 and no traffic between devices."""
@@ -19,14 +19,14 @@ from jaxenc.data.packing import PackingConfig, level_prefix, pack, worst_capacit
 from jaxenc.errors import ConfigError, ParserUnavailableError
 from jaxenc.layers.masks import SegmentMask, masked_mean, masked_softmax
 from jaxenc.layers.multidim_attention import multidim_token2token
-from jaxenc.layers.packing import (
+from jaxenc.layers.packed_attention import (
     apply_packed,
     gather_phrases,
     level_plan,
     scatter_phrases,
     tile_schedule,
 )
-from jaxenc.layers.packing import phrase_attention as tiled_attention
+from jaxenc.layers.packed_attention import phrase_attention as tiled_attention
 from jaxenc.structures import arrays, psan
 from jaxenc.structures.formats import read_bracketed
 from jaxenc.training.sharding import make_mesh, shard_batch

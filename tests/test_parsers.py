@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxenc.data.records import Sentence
 from jaxenc.data.snli import read_snli
 from jaxenc.errors import ConfigError, ParserUnavailableError, StructureError
+from jaxenc.records import Sentence
 from jaxenc.structures import cache, parsers
 from jaxenc.structures.derive import derive_tree
 from jaxenc.structures.formats import read_conllu

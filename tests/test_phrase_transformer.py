@@ -22,7 +22,6 @@ import pytest
 from jaxenc.data import registry as datasets
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, tag_index
-from jaxenc.data.records import Example
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import BOS, EOS, Vocabulary
 from jaxenc.errors import ConfigError
@@ -36,10 +35,11 @@ from jaxenc.models.phrase_transformer import (
     source_nodes,
 )
 from jaxenc.models.registry import build_encoder, structure_spec
+from jaxenc.records import Example
 from jaxenc.structures import parsers
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, loop, run_report
 from train.configs import base, phrase_transformer_multi30k_small, phrase_transformer_pos
 
 TINY = dict(embed_dim=8, model_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout_rate=0.0)
@@ -664,7 +664,7 @@ def test_translation_config_trains_decodes_and_reports_bleu(data_root, tmp_path)
     for model in ("phrase_transformer", "transformer"):
         assert f"{model}: sacrebleu (beam 2, length penalty 0.6, 8 test sentences): BLEU = " \
             in text
-    test_record = report.read_metrics(tmp_path / "run" / report.METRICS_FILE, "test")[-1]
+    test_record = run_report.read_metrics(tmp_path / "run" / run_report.METRICS_FILE, "test")[-1]
     assert test_record["bleu"] == rows[0]["test bleu"]
 
 

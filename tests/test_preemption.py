@@ -17,7 +17,7 @@ import pytest
 from test_training import tiny_config
 
 from jaxenc.errors import Preempted, WorkdirInUseError
-from jaxenc.training import checkpointing, locking, loop, report
+from jaxenc.training import checkpointing, locking, loop, run_report
 from jaxenc.training.preemption import PreemptionWatch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,9 +53,10 @@ FLAGS = ["--config=train/configs/base.py:bag,synthetic", "--config.model.embed_d
 def _results(workdir: Path) -> tuple[list[dict], list[str]]:
     """(metrics.jsonl records in file order, results.md lines), without what is measured."""
     records = [{key: value for key, value in record.items() if key not in UNCOMPARED_FIELDS}
-               for record in report.read_metrics(workdir / report.METRICS_FILE, latest=False)
-               if record["split"] != report.COST]  # measured: times and rates
-    lines = (workdir / report.RESULTS_FILE).read_text().splitlines()
+               for record in run_report.read_metrics(workdir / run_report.METRICS_FILE,
+                                                     latest=False)
+               if record["split"] != run_report.COST]  # measured: times and rates
+    lines = (workdir / run_report.RESULTS_FILE).read_text().splitlines()
     header = next(index for index, line in enumerate(lines) if line.startswith("|"))
     columns = [cell.strip() for cell in lines[header].strip("|").split("|")]
     kept = [index for index, column in enumerate(columns) if column not in UNCOMPARED_COLUMNS]
@@ -104,7 +105,7 @@ def test_sigterm_and_sigint_save_the_step_and_resume_like_an_uninterrupted_run(
         assert stopped.value.step == step and stopped.value.exit_status == 128 + signum
         assert (workdir / checkpointing.LATEST_DIR / str(step)).is_dir()
         assert [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)] == handlers
-        records = report.read_metrics(workdir / report.METRICS_FILE, "train")
+        records = run_report.read_metrics(workdir / run_report.METRICS_FILE, "train")
         assert [r["step"] for r in records] == list(range(10, step, 10))
     loop.run(_config(), workdir)
     assert _results(workdir) == _results(reference)
@@ -121,7 +122,7 @@ def test_a_resume_between_records_or_at_the_end_reports_what_the_uninterrupted_r
     for workdir in (between, ended):
         loop.run(_config(), workdir)
         assert _results(workdir) == _results(reference)
-    assert "nan" not in (ended / report.RESULTS_FILE).read_text()  # train peak MiB
+    assert "nan" not in (ended / run_report.RESULTS_FILE).read_text()  # train peak MiB
 
 
 def test_preemption_watch_handles_the_block_only_and_a_second_signal_stops_at_once():
@@ -214,7 +215,7 @@ def test_a_second_run_on_the_same_workdir_fails_at_once_naming_the_first(tmp_pat
                              "--workdir)")
         _, stderr = first.communicate(timeout=120)
         assert first.returncode == 0, stderr
-        assert (workdir / report.RESULTS_FILE).is_file()
+        assert (workdir / run_report.RESULTS_FILE).is_file()
     finally:
         _stop(first)
 

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxenc.data import mrpc, multi30k, senteval_binary, sick, snli, sst, sts, text_io, trec
+from jaxenc import text_io
+from jaxenc.data import mrpc, multi30k, senteval_binary, sick, snli, sst, sts, trec
 from jaxenc.errors import DataError
 from jaxenc.structures.trees import parse_bracketed
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import ConfigError, DataError, WriteError
-from jaxenc.training import checkpointing, loop, report
+from jaxenc.training import checkpointing, input_pipeline, loop, run_report
 from train.configs import base
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def _checkpointed_steps(workdir: Path) -> list[int]:
 
 def _train_records(workdir: Path) -> dict[int, tuple[float, float]]:
     return {r["step"]: (r["loss"], r["grad_norm"])
-            for r in report.read_metrics(workdir / report.METRICS_FILE, "train")}
+            for r in run_report.read_metrics(workdir / run_report.METRICS_FILE, "train")}
 
 
 def _finish(process: subprocess.Popen) -> None:
@@ -73,19 +73,19 @@ def test_sigkill_then_resume_gives_the_uninterrupted_losses(tmp_path):
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL
-    assert not (killed / report.RESULTS_FILE).exists()  # it really died mid-run
+    assert not (killed / run_report.RESULTS_FILE).exists()  # it really died mid-run
     resumed_from = max(_checkpointed_steps(killed))
     assert KILL_AFTER <= resumed_from < NUM_STEPS
 
     _finish(_start(killed))
-    once = [r["step"] for r in report.read_metrics(killed / report.METRICS_FILE, "train",
+    once = [r["step"] for r in run_report.read_metrics(killed / run_report.METRICS_FILE, "train",
                                                    latest=False)]
     assert once == list(range(1, NUM_STEPS + 1))  # the records after the checkpoint: dropped
     expected, got = _train_records(reference), _train_records(killed)
     assert sorted(got) == sorted(expected) == list(range(1, NUM_STEPS + 1))
     np.testing.assert_allclose([got[s] for s in sorted(got)],
                                [expected[s] for s in sorted(expected)], rtol=1e-6)
-    test_metrics = [report.read_metrics(w / report.METRICS_FILE, "test")[-1]
+    test_metrics = [run_report.read_metrics(w / run_report.METRICS_FILE, "test")[-1]
                     for w in (killed, reference)]
     assert test_metrics[0] == test_metrics[1]
 
@@ -122,7 +122,7 @@ def test_a_longer_resumed_run_records_its_changes_and_one_record_per_step(finish
     workdir = _copy(finished, tmp_path)
     shutil.rmtree(workdir / "checkpoints" / "30")  # killed after logging step 30, before saving
     loop.run(_tiny_config(num_steps=40, eval_every=5), workdir)
-    records = report.read_metrics(workdir / report.METRICS_FILE, latest=False)
+    records = run_report.read_metrics(workdir / run_report.METRICS_FILE, latest=False)
     steps = lambda split: [r["step"] for r in records if r["split"] == split]
     assert steps("train") == list(range(1, 41))
     assert steps("dev") == [10, 20, 25, 30, 35, 40] and len(steps("test")) == 1
@@ -175,8 +175,8 @@ def test_a_corrupted_latest_checkpoint_falls_back_to_the_newest_intact_one(
     assert "\n" not in warnings[0] and "resuming from step 20" in caplog.text
     assert (workdir / "checkpoints" / "30.corrupted").is_dir()
     assert (workdir / "checkpoints" / "30" / "jaxenc_manifest.json").is_file()  # retrained
-    records = report.read_metrics(workdir / report.METRICS_FILE, "train", latest=False)
-    expected = report.read_metrics(finished / report.METRICS_FILE, "train")
+    records = run_report.read_metrics(workdir / run_report.METRICS_FILE, "train", latest=False)
+    expected = run_report.read_metrics(finished / run_report.METRICS_FILE, "train")
     assert [r["step"] for r in records] == list(range(1, 31))
     np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected],
                                rtol=1e-6)
@@ -211,12 +211,12 @@ def test_a_damaged_best_checkpoint_stops_a_rerun_with_the_readers_line(tmp_path,
     assert len(steps) == best_k
     damaged = max(steps[-1].rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
     _truncate(damaged)  # with best_k 2: the other best checkpoint is intact, and not used
-    before = (workdir / report.RESULTS_FILE).read_text()
+    before = (workdir / run_report.RESULTS_FILE).read_text()
     with pytest.raises(DataError) as error:
         loop.run(_best_k(best_k), workdir)
     message = str(error.value)
     assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
-    assert (workdir / report.RESULTS_FILE).read_text() == before and steps[-1].is_dir()
+    assert (workdir / run_report.RESULTS_FILE).read_text() == before and steps[-1].is_dir()
 
 
 def _best_k(best_k: int) -> ml_collections.ConfigDict:
@@ -292,14 +292,14 @@ def test_a_metrics_line_cut_by_a_full_disk_is_dropped_on_resume_with_a_note(fini
                                                                             caplog):
     workdir = _copy(finished, tmp_path)
     shutil.rmtree(workdir / "checkpoints" / "30")
-    metrics = workdir / report.METRICS_FILE
+    metrics = workdir / run_report.METRICS_FILE
     metrics.write_text(metrics.read_text() + '{"step": 31, "split": "tra')
     caplog.set_level(logging.INFO, logger="jaxenc")
     loop.run(_tiny_config(), workdir)
     notes = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
     assert notes == [f"{metrics}: dropped its last line, 26 characters cut short by a write "
                      "that did not finish"]
-    records = report.read_metrics(metrics, "train", latest=False)
+    records = run_report.read_metrics(metrics, "train", latest=False)
     assert [r["step"] for r in records] == list(range(1, 31))
 
 
@@ -367,7 +367,7 @@ def test_the_same_data_at_another_path_resumes(finished, tmp_path, caplog):
     assert set(recorded[checkpointing.DATA_KEY]) == {"train", "dev", "test"}
     config = _tiny_config()
     config.data.data_dir = "/elsewhere"
-    splits = _moved(loop.load_splits(config), "/elsewhere")
+    splits = _moved(input_pipeline.load_splits(config), "/elsewhere")
     caplog.set_level(logging.INFO, logger="jaxenc")
     loop.train_and_evaluate(config, workdir, splits=splits)
     assert "resuming from step 30" in caplog.text
@@ -380,7 +380,7 @@ def test_the_same_data_at_another_path_resumes(finished, tmp_path, caplog):
 def test_other_data_is_refused_in_one_line_naming_the_split(finished, tmp_path):
     workdir = _copy(finished, tmp_path)
     before = (workdir / checkpointing.CONFIG_FILE).read_text()
-    splits = loop.load_splits(_tiny_config())
+    splits = input_pipeline.load_splits(_tiny_config())
     recorded = json.loads(before)[checkpointing.DATA_KEY]["train"]
     splits["train"] = splits["train"][:-1]
     with pytest.raises(ConfigError) as error:

@@ -11,9 +11,9 @@ from jaxenc.data import registry, synthetic
 from jaxenc.data import tfds_builders as jtfds
 from jaxenc.data.batching import BUCKET_AXIS, Batcher, bucket_lengths, pad_rule
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.errors import ConfigError, StructureError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import arrays, parsers
 from jaxenc.structures.relations import NONE_ID, SELF_ID, RelationVocabulary
 from jaxenc.structures.trees import Tree, tree_from_sentence

@@ -8,7 +8,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from jaxenc.data import synthetic
-from jaxenc.data.records import Example
+from jaxenc.records import Example
 from jaxenc.structures.trees import Tree, parse_bracketed
 
 NEGATIONS = {"not", "never"}

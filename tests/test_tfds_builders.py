@@ -13,8 +13,8 @@ import tensorflow_datasets as tfds
 
 from jaxenc.data import registry, synthetic
 from jaxenc.data import tfds_builders as jtfds
-from jaxenc.data.records import Example, Sentence
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
 
 
 def read_back(name: str, data_dir) -> dict[str, list[dict]]:
@@ -180,7 +180,7 @@ def test_failed_download_is_a_data_error_with_the_fix(tmp_path, monkeypatch, fil
 
 def test_training_reads_a_dataset_through_tfds(data_root, tmp_path):
     """config.data.tfds_dir: the harness's splits equal the ones read from the files directly."""
-    from jaxenc.training.loop import load_splits
+    from jaxenc.training.input_pipeline import load_splits
     from train.configs import base
 
     config = base.get_config("bag,trec")

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from jaxenc.data import registry
-from jaxenc.training import loop, report
+from jaxenc.training import input_pipeline, loop, run_report
 from train.configs import base
 
 GLOVE_50D = Path("glove_subsets") / "glove.6B.50d.first2446.txt"
@@ -21,9 +21,9 @@ def _short(config, data_root: Path, epochs: int):
 def test_bag_on_trec_beats_chance_by_far(data_root, tmp_path):
     config = _short(base.get_config("bag,trec"), data_root, epochs=4)
     config.task.head.hidden_dims = (100,)
-    splits = loop.load_splits(config)
+    splits = input_pipeline.load_splits(config)
     assert [len(splits[s]) for s in ("train", "dev", "test")] == [4907, 545, 500]
-    again = loop.load_splits(config)  # the carved dev split is the same every time
+    again = input_pipeline.load_splits(config)  # the carved dev split is the same every time
     assert [e.uid for e in again["dev"]] == [e.uid for e in splits["dev"]]
     assert not {e.uid for e in splits["dev"]} & {e.uid for e in splits["train"]}
     majority = max(sum(e.label == c for e in splits["dev"]) for c in range(6)) / 545
@@ -31,7 +31,7 @@ def test_bag_on_trec_beats_chance_by_far(data_root, tmp_path):
     (row,) = loop.run(config, tmp_path)
     assert row["dev accuracy"] > majority + 0.35, (row, majority)
     assert row["test accuracy"] > 0.6, row
-    dev = report.read_metrics(tmp_path / report.METRICS_FILE, "dev")
+    dev = run_report.read_metrics(tmp_path / run_report.METRICS_FILE, "dev")
     assert len(dev) == 4 and row["best step"] == max(dev, key=lambda r: r["accuracy"])["step"]
 
 

@@ -20,16 +20,16 @@ import jaxenc
 from jaxenc import showcase
 from jaxenc.data.batching import Batcher
 from jaxenc.data.featurize import Featurizer, tag_index
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import NUM_SPECIAL, ROOT, Vocabulary
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
 from jaxenc.models.registry import build_encoder, encoder_spec
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, loop, predict, report
+from jaxenc.training import checkpointing, input_pipeline, loop, predict, run_report
 from jaxenc.training.optim import build_optimizer, weight_decay_mask
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
@@ -415,7 +415,7 @@ def test_patience_min_epochs_holds_early_stopping_for_passes_over_the_data(tmp_p
     held = loop.train_and_evaluate(_still_dev_config(patience_min_epochs=1.5), tmp_path / "held")
     wait = math.ceil(1.5 * steps_per_epoch)  # steps after the best (step 1) before it may stop
     assert (held["best step"], held["steps"], held["stopped by"]) == (1, 1 + wait, "patience")
-    dev = report.read_metrics(tmp_path / "held" / report.METRICS_FILE, "dev")
+    dev = run_report.read_metrics(tmp_path / "held" / run_report.METRICS_FILE, "dev")
     assert [r["step"] for r in dev][:1 + wait] == list(range(1, 2 + wait))
 
 
@@ -487,7 +487,7 @@ def test_a_diverging_loss_stops_the_run_at_the_bound_naming_the_step(tmp_path):
     assert found and "\n" not in message, message
     step, loss, latest = int(found.group(1)), float(found.group(2)), int(found.group(4))
     assert 1e4 < loss < float("inf") and latest == step - 1
-    records = report.read_metrics(tmp_path / report.METRICS_FILE, "train")
+    records = run_report.read_metrics(tmp_path / run_report.METRICS_FILE, "train")
     assert [r["step"] for r in records] == list(range(1, step))
     assert all(r["loss"] <= 1e4 for r in records)
     assert isinstance(error.value, NonFiniteError)
@@ -500,10 +500,10 @@ def test_a_nan_loss_stops_the_run_naming_the_step_and_keeps_the_last_good_checkp
     assert step > 1 and f"latest checkpoint (step {step - 1})" in str(error.value)
     assert "\n" not in str(error.value) and "nonfinite=skip" in str(error.value)
     assert max(int(p.name) for p in (tmp_path / "checkpoints").iterdir()) == step - 1
-    records = report.read_metrics(tmp_path / report.METRICS_FILE)
+    records = run_report.read_metrics(tmp_path / run_report.METRICS_FILE)
     assert [r["step"] for r in records if r["split"] == "train"] == list(range(1, step))
     assert all(np.isfinite(r["loss"]) for r in records)
-    assert not (tmp_path / report.RESULTS_FILE).exists()
+    assert not (tmp_path / run_report.RESULTS_FILE).exists()
 
 
 def test_skipped_non_finite_steps_leave_finite_params_and_records(tmp_path, caplog):
@@ -512,12 +512,12 @@ def test_skipped_non_finite_steps_leave_finite_params_and_records(tmp_path, capl
     rows = loop.run(config, tmp_path)
     assert rows[0]["steps"] == 12
     assert "skipped the updates of" in caplog.text
-    train = report.read_metrics(tmp_path / report.METRICS_FILE, "train")  # one per step
+    train = run_report.read_metrics(tmp_path / run_report.METRICS_FILE, "train")  # one per step
     trained = [r for r in train if "skipped_steps" not in r]
     assert [r["step"] for r in train] == list(range(1, 13)) and 0 < len(trained) < 12
     assert all(np.isfinite(r["loss"]) and np.isfinite(r["grad_norm"]) for r in trained)
     assert all(r["skipped_steps"] == 1 and "loss" not in r for r in train if r not in trained)
-    assert (tmp_path / report.CURVES_FILE).is_file()
+    assert (tmp_path / run_report.CURVES_FILE).is_file()
     _, params, _, _ = checkpointing.load_trained_encoder(tmp_path)
     assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(params))
 
@@ -592,17 +592,17 @@ def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
             checkpointing.load_trained_encoder(path)[1])) / 2**20
         assert row["train peak MiB"] >= 3 * params_mib > 0
         assert 0.0 <= row["test accuracy"] <= 1.0
-        records = report.read_metrics(path / report.METRICS_FILE)
+        records = run_report.read_metrics(path / run_report.METRICS_FILE)
         assert [r["step"] for r in records if r["split"] == "train"] == [10, 20, 30, 40]
         assert [r["step"] for r in records if r["split"] == "dev"] == [20, 40]
-        (cost,) = [r for r in records if r["split"] == report.COST]  # what compare reads
+        (cost,) = [r for r in records if r["split"] == run_report.COST]  # what compare reads
         assert cost["step"] == row["best step"]
         assert abs(cost["train_seconds"] - row["train s"]) <= 0.6
         assert json.loads((path / "config.json").read_text())["model"]["name"] == row["model"]
         assert Vocabulary.load(path / "vocab.txt").tokens[:6][-1] == "</s>"
-    text = (workdir / report.RESULTS_FILE).read_text()
+    text = (workdir / run_report.RESULTS_FILE).read_text()
     assert "| bag | synthetic |" in text and "| transformer | synthetic |" in text
-    assert (workdir / report.CURVES_FILE).read_bytes()[:4] == b"\x89PNG"
+    assert (workdir / run_report.CURVES_FILE).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_compare_of_a_run_shows_its_baselines_too(finished_run, capsys):
@@ -626,7 +626,7 @@ def test_finished_run_resumes_without_training_again(finished_run):
 
 def test_predict_gives_each_example_the_run_s_own_output_in_split_order(finished_run, tmp_path):
     config, workdir, rows = finished_run
-    splits = loop.load_splits(config)
+    splits = input_pipeline.load_splits(config)
     outputs = predict.predict(workdir, "test")
     assert outputs["label"].tolist() == [example.label for example in splits["test"]]
     accuracy = np.mean(outputs["prediction"] == outputs["label"])
@@ -687,7 +687,7 @@ def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_ru
     shown = [float(cell) for cell in line.strip("| ").split(" | ")[2:]]
     other = next(row["model"] for row in rows if row is not best)
     np.testing.assert_allclose(shown, [cosines[best["model"]], cosines[other]], atol=1e-4)
-    assert text in (workdir / report.RESULTS_FILE).read_text()
+    assert text in (workdir / run_report.RESULTS_FILE).read_text()
 
 
 def test_showcase_pair_cosines_and_odd_sentences():
@@ -723,9 +723,9 @@ def test_phrase_repeats_oversample_sst_train_only(data_root, tmp_path):
         (folder / f"{split}.txt").write_text(lines[0] + "\n", encoding="utf-8")
     config = base.get_config("bag,sst5_phrases")
     config.data.data_dir = str(tmp_path / "data")
-    once = loop.load_splits(config)
+    once = input_pipeline.load_splits(config)
     config.data.phrase_repeats = 3
-    thrice = loop.load_splits(config)
+    thrice = input_pipeline.load_splits(config)
     emphasised = sum(e.label != 2 or e.uid.endswith("#0") for e in once["train"])
     assert len(thrice["train"]) == len(once["train"]) + 2 * emphasised
     assert thrice["dev"] == once["dev"] and thrice["test"] == once["test"]
@@ -786,10 +786,10 @@ def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
 
 def test_a_carved_split_takes_at_least_one_example():
     examples = generate(5, seed=0)
-    rest, carved = loop._carve(examples, 0.1, seed=0, split="dev")  # 10% of 5 rounds to 0
+    rest, carved = input_pipeline._carve(examples, 0.1, seed=0, split="dev")  # 10% of 5 rounds to 0
     assert len(carved) == 1 and len(rest) == 4
     assert {e.uid for e in rest} | {e.uid for e in carved} == {e.uid for e in examples}
-    rest, carved = loop._carve(examples[:1], 0.1, seed=0, split="dev")
+    rest, carved = input_pipeline._carve(examples[:1], 0.1, seed=0, split="dev")
     assert (len(rest), len(carved)) == (1, 0)
 
 
@@ -805,7 +805,8 @@ def test_the_split_seed_alone_decides_the_carved_dev_split(tmp_path):
         config = base.get_config("bag,trec")
         config.data.data_dir = str(tmp_path / "data")
         config.train.seed, config.task.split_seed = train_seed, split_seed
-        return [example.sentences[0].tokens for example in loop.load_splits(config)["dev"]]
+        return [example.sentences[0].tokens
+                for example in input_pipeline.load_splits(config)["dev"]]
 
     assert dev(0, -1) == dev(5, 0) == dev(0, 0)
     assert dev(1, -1) == dev(0, 1) != dev(0, 0)
@@ -874,7 +875,7 @@ def test_vector_vocabulary_appends_vector_words_that_keep_their_vectors(tmp_path
     (no training sentence uses them), while a training word's row has moved."""
     config = tiny_config("bag")
     config.optim.weight_decay = 0.0
-    train_vocab = Vocabulary.build(s.tokens for e in loop.load_splits(config)["train"]
+    train_vocab = Vocabulary.build(s.tokens for e in input_pipeline.load_splits(config)["train"]
                                    for s in e.sentences)
     trained_word = train_vocab.tokens[NUM_SPECIAL]
     rng = np.random.default_rng(0)

@@ -8,7 +8,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxenc.data.records import Sentence
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.evaluation import relatedness, transfer
 from jaxenc.evaluation.encoders import (
@@ -20,7 +19,8 @@ from jaxenc.evaluation.encoders import (
 )
 from jaxenc.evaluation.paper_results import PAPER_RESULTS, SENTEVAL_TEST_SIZES
 from jaxenc.evaluation.relatedness import fit_relatedness, score_distribution
-from jaxenc.evaluation.report import averages, render_markdown, write_report
+from jaxenc.evaluation.transfer_report import averages, render_markdown, write_report
+from jaxenc.records import Sentence
 
 GLOVE = ("glove_subsets/glove.6B.50d.first2446.txt", "glove_subsets/glove.6B.50d.subset5403.txt")
 

@@ -24,17 +24,17 @@ import pytest
 from jaxenc.data import registry
 from jaxenc.data.batching import Batcher, sentence_fields
 from jaxenc.data.featurize import Featurizer, input_roles
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import ROOT, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.models import tree_lstm
 from jaxenc.models.registry import build_encoder, structure_spec
+from jaxenc.records import Example, Sentence
 from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL
 from jaxenc.structures.formats import read_conllu
 from jaxenc.structures.relations import levels
 from jaxenc.structures.trees import DependencyTree
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import loop, report
+from jaxenc.training import input_pipeline, loop, run_report
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
 from train.configs import base
@@ -479,7 +479,7 @@ def test_sick_config_trains_one_step_on_real_data_with_spacy_trees(name, tiny_da
     config.data.update(dict(data_dir=str(tiny_data_dir(config.task.dataset, 10)),
                             batch_size=8, eval_batch_size=8))
     mesh = make_mesh(jax.devices()[:1])
-    setup = loop.prepare(config, tmp_path / "run", mesh, loop.load_splits(config))
+    setup = loop.prepare(config, tmp_path / "run", mesh, input_pipeline.load_splits(config))
     batch = next(setup.batchers["train"].epoch(0))
     assert np.all(batch["first/heads"][:, 0] == -1)
     assert np.all(np.sum(batch["first/heads"] == 0, axis=1) == (batch["weight"] > 0))
@@ -506,10 +506,10 @@ def test_train_main_runs_a_tiny_tree_lstm_job(tmp_path):
          "--config.train.progress_bar=False"],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
-    records = report.read_metrics(workdir / report.METRICS_FILE)
+    records = run_report.read_metrics(workdir / run_report.METRICS_FILE)
     assert [r["step"] for r in records if r["split"] == "dev"] == [3, 6]
     test = [r for r in records if r["split"] == "test"][-1]
     assert 0.0 <= test["accuracy"] <= 1.0
     model = json.loads((workdir / "config.json").read_text())["model"]
     assert (model["memory_dim"], model["parser"]) == (8, "gold")  # synthetic ships gold trees
-    assert "| tree_lstm | synthetic |" in (workdir / report.RESULTS_FILE).read_text()
+    assert "| tree_lstm | synthetic |" in (workdir / run_report.RESULTS_FILE).read_text()

@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
-from jaxenc.data.records import Sentence
 from jaxenc.errors import DataError, StructureError
+from jaxenc.records import Sentence
 from jaxenc.structures.derive import derive_tree
 from jaxenc.structures.formats import (
     read_bracketed,

@@ -17,7 +17,7 @@ from jaxenc.structures.hypernodes import ngram_spans, spans_to_members
 from jaxenc.structures.psan import segments as psan_segments
 from jaxenc.structures.relations import NONE_ID
 from jaxenc.structures.trees import tree_from_sentence
-from jaxenc.training.report import MetricsLog
+from jaxenc.training.run_report import MetricsLog
 
 VOCAB, EMBED, HIDDEN, C = 20, 5, 4, 5.0
 TOKENS = np.array([3, 7, 11, 2, 9, 0, 0], np.int32)  # 5 real tokens, 2 padding
@@ -175,9 +175,9 @@ def _curve_records(seed: int) -> list[dict]:
 def test_the_curves_legend_covers_no_axes(labels):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from jaxenc.training import report
+    from jaxenc.training import run_report
 
-    figure = report.curves_figure(
+    figure = run_report.curves_figure(
         {label: _curve_records(i) for i, label in enumerate(labels)}, "accuracy")
     renderer = FigureCanvasAgg(figure).get_renderer()
     figure.draw(renderer)  # the constrained layout places axes and legend when drawn

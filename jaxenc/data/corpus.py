@@ -14,7 +14,7 @@ lower-cased with data.lowercase). Mean-Max AAE's data rules (the authors' data.p
   authors' `prepare_data` and data.oov="drop" at encode time), and a sentence left empty;
   "unk" writes `UNK_TOKEN` (needs data.oov="random" or "hashed"). Held-out sentences get the
   same rule against the kept training sentences' words, which
-  `jaxenc.training.loop.build_vocabularies` takes whole (`filtered`).
+  `jaxenc.training.input_pipeline.build_vocabularies` takes whole (`filtered`).
 
 The kept sentences are returned as Examples ({"train", "dev", "test"}); `CorpusReport` counts
 sentences and words read, kept and dropped per split.
@@ -42,11 +42,11 @@ import ml_collections
 
 from jaxenc.data import named_vectors, paths, registry
 from jaxenc.data.embeddings import load_vectors
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, tokenize
 from jaxenc.data.vocab import SPECIAL_TOKENS, UNK, Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures.trees import unescape_ptb
+from jaxenc.text_io import Line, tokenize
 
 NAME = registry.CORPUS  # the dataset name
 MIN_TOKENS, MAX_TOKENS = 4, 32  # the authors' minlen / maxlen

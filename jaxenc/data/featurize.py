@@ -22,9 +22,9 @@ import ml_collections
 import numpy as np
 
 from jaxenc.data.embeddings import drop_oov
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import BOS, EOS, Vocabulary
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import arrays
 from jaxenc.structures.relations import DEFAULT_MAX_DISTANCE, RelationVocabulary
 

@@ -40,9 +40,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import read_lines, tokenize
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import read_lines, tokenize
 
 log = logging.getLogger(__name__)
 

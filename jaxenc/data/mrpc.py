@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import read_lines, tokenize
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import read_lines, tokenize
 
 PARAPHRASE_LABELS = ("not_paraphrase", "paraphrase")
 

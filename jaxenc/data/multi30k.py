@@ -13,9 +13,9 @@ import html
 import os
 from pathlib import Path
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, read_lines, tokenize
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import Line, read_lines, tokenize
 
 SPLIT_PREFIXES = {"train": "train", "dev": "val", "test": "test_2016_flickr"}
 LAYOUT_SUFFIXES = {"tokenized": ".lc.norm.tok", "raw": ""}

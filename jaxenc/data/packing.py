@@ -14,7 +14,7 @@ Slot (g, n) holds the tokens of one phrase of group g, in order, as positions
 slot is all -1. The B rows form G groups of B/G consecutive rows (G = the number of data shards)
 and indices never leave their group, so the plan shards over the mesh axis "data" with its rows.
 Every phrase of every real row is in exactly one slot; padding tokens and filler rows are in none.
-`jaxenc.layers.packing` gathers the slots on device and scatters results back.
+`jaxenc.layers.packed_attention` gathers the slots on device and scatters results back.
 
 Schemes (class lengths, capped at and ending with L): "exact" 1, 2, ..., L (no padding inside a
 class); "multiple_of_K" K, 2K, ...; "pow2" 1, 2, 4, ....

@@ -29,8 +29,8 @@ from jaxenc.data import (
     trec,
 )
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
-from jaxenc.data.records import Example
 from jaxenc.errors import DataError
+from jaxenc.records import Example
 
 if TYPE_CHECKING:
     import ml_collections
@@ -53,7 +53,7 @@ class DatasetInfo:
       folder: the folder under the data root, or None for embedded data.
       score_range: (low, high) of `Example.score` for "relatedness" datasets, else None.
       tokenizer: how the reader turns text into `Sentence.tokens` (a key of
-        `jaxenc.data.text_io.TOKENIZERS`): "whitespace" for files already tokenised (the tokens
+        `jaxenc.text_io.TOKENIZERS`): "whitespace" for files already tokenised (the tokens
         are the text split on whitespace),
         "text" for untokenised text (`text_io.tokenize`); an exported encoder tokenises a plain
         string the same way.

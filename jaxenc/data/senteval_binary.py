@@ -14,9 +14,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import read_lines
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import read_lines
 
 
 @dataclasses.dataclass(frozen=True)

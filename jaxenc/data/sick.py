@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, read_lines, tokenize
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import Line, read_lines, tokenize
 
 ENTAILMENT_LABELS = ("entailment", "neutral", "contradiction")
 RELATEDNESS_RANGE = (1.0, 5.0)

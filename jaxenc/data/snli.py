@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, read_lines, report_skipped
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import Line, read_lines, report_skipped
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 NO_CONSENSUS = "-"

@@ -15,10 +15,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import read_lines, report_skipped
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures.trees import Tree, parse_bracketed
+from jaxenc.text_io import read_lines, report_skipped
 
 SST5_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
 SST2_LABELS = ("negative", "positive")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, read_lines, report_skipped, tokenize
 from jaxenc.errors import DataError
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import Line, read_lines, report_skipped, tokenize
 
 SCORE_RANGE = (0.0, 5.0)
 YEAR_FOLDERS = {year: f"STS/STS{year % 100}-en-test" for year in range(2012, 2017)}

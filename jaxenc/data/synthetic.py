@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxenc.data.records import Example, Sentence
+from jaxenc.records import Example, Sentence
 
 LABEL_NAMES = ("negative", "positive")
 SPLIT_SIZES = {"train": 4000, "dev": 500, "test": 500}

@@ -49,8 +49,8 @@ from tensorflow_datasets.core.features import Encoding
 
 from jaxenc.data import paths, registry, senteval_binary
 from jaxenc.data.featurize import example_structures, input_roles
-from jaxenc.data.records import Example, Sentence
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.records import Example, Sentence
 from jaxenc.structures import arrays, parsers
 from jaxenc.structures.relations import RelationVocabulary
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from jaxenc.data.records import Example, Sentence
-from jaxenc.data.text_io import Line, read_lines
+from jaxenc.records import Example, Sentence
+from jaxenc.text_io import Line, read_lines
 
 COARSE_LABELS = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 FINE_LABELS = (

@@ -28,9 +28,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from jaxenc.data.named_vectors import NAMED_VECTORS, is_named, open_named
-from jaxenc.data.records import Sentence
 from jaxenc.encoding import Encoder, SentenceLike, short_digest, workdir_arguments
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.records import Sentence
 
 BAG_PREFIX = "bag:"
 

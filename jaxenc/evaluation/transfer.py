@@ -41,7 +41,6 @@ import numpy as np
 
 from jaxenc import cli
 from jaxenc.data import paths, registry, sts
-from jaxenc.data.records import Example
 from jaxenc.encoding import LONG_SENTENCES
 from jaxenc.errors import ConfigError, DataError, JaxencError
 from jaxenc.evaluation.encoders import EmbeddingCache, SentenceEncoder, load_encoder
@@ -58,8 +57,9 @@ from jaxenc.evaluation.relatedness import (
     SCHEDULES,
     fit_relatedness,
 )
-from jaxenc.evaluation.report import render_markdown, write_report
 from jaxenc.evaluation.sts import score_subset, summarize
+from jaxenc.evaluation.transfer_report import render_markdown, write_report
+from jaxenc.records import Example
 from jaxenc.tasks.metrics import binary_f1
 
 log = logging.getLogger(__name__)

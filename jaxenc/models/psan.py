@@ -50,7 +50,7 @@ from jaxenc.layers.multidim_attention import (
     Token2TokenOptions,
     score_function,
 )
-from jaxenc.layers.packing import level_plan, phrase_attention
+from jaxenc.layers.packed_attention import level_plan, phrase_attention
 from jaxenc.models.config import AUTO, EncoderConfig, StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import DIVISIONS, PARSER_NAMES
@@ -85,10 +85,10 @@ class PSANConfig(EncoderConfig):
         computes its own groups, with no traffic between them (tests/test_packing.py).
       examples_per_step: the examples per step of the "streaming" implementation's loop
         (jaxenc.layers.multidim_attention.Token2TokenOptions).
-      packed_tile: positions per tile of "packed" (jaxenc.layers.packing.tile_schedule): phrases
-        of up to packed_tile tokens share tiles, a longer one takes ceil(length / packed_tile)
-        tiles of its own and their pairs; smaller tiles waste less on short phrases and make
-        more pairs.
+      packed_tile: positions per tile of "packed" (jaxenc.layers.packed_attention.tile_schedule):
+        phrases of up to packed_tile tokens share tiles, a longer one takes
+        ceil(length / packed_tile) tiles of its own and their pairs; smaller tiles waste less on
+        short phrases and make more pairs.
       packing_scheme, packing_capacity: the plan's length classes and capacity policy
         (jaxenc.data.packing.PackingConfig).
       division, single_level, memory, level_order: Table 4's ablations and the paper's order.
@@ -185,7 +185,7 @@ class PackedPhraseAttention(nn.Module):
     The parameters and the dropout are Token2TokenAttention's, under the same names ("key",
     "query", "score_bias", the input dropout "Dropout_0"), and act on the tokens [B, L, d] as
     there: the dense and packed forms share checkpoints and, in training, dropout masks. The
-    attention within phrases is `jaxenc.layers.packing.phrase_attention` (`tile`, `chunk`).
+    attention within phrases is `jaxenc.layers.packed_attention.phrase_attention` (`tile`, `chunk`).
     """
 
     score: str = "elu"

@@ -34,8 +34,8 @@ from typing import NamedTuple
 import ml_collections
 import numpy as np
 
-from jaxenc.data.records import Sentence
 from jaxenc.errors import ConfigError, StructureError
+from jaxenc.records import Sentence
 from jaxenc.structures import cache, hypernodes, parsers, psan, relations
 from jaxenc.structures.derive import derive_tree
 from jaxenc.structures.trees import DependencyTree, Tree

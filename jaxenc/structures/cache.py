@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from jaxenc.data.records import Sentence
+from jaxenc.records import Sentence
 from jaxenc.structures.parsers import Parser, ParseTree
 from jaxenc.structures.trees import DependencyTree, Tree
 

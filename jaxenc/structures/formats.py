@@ -16,10 +16,10 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-from jaxenc.data.records import Sentence
-from jaxenc.data.text_io import read_lines
 from jaxenc.errors import DataError, StructureError
+from jaxenc.records import Sentence
 from jaxenc.structures.trees import DependencyTree, Tree, parse_bracketed, parse_bracketed_all
+from jaxenc.text_io import read_lines
 
 CONLLU_COLUMNS = 10  # ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC
 EMPTY = "_"

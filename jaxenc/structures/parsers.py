@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from tqdm.auto import tqdm
 
-from jaxenc.data.records import Sentence
 from jaxenc.errors import ConfigError, ParserUnavailableError, StructureError
+from jaxenc.records import Sentence
 from jaxenc.structures.derive import derive_tree
 from jaxenc.structures.trees import DependencyTree, Tree, tree_from_sentence, unescape_ptb
 

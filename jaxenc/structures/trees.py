@@ -14,8 +14,8 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
-from jaxenc.data.records import Sentence
 from jaxenc.errors import StructureError
+from jaxenc.records import Sentence
 
 # PTB escapes of brackets and quotes, mapped back for embedding look-up (the original is kept).
 PTB_ESCAPES = {

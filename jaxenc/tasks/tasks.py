@@ -29,13 +29,13 @@ import numpy as np
 
 from jaxenc.data.batching import sentence_fields
 from jaxenc.data.featurize import target_sentence
-from jaxenc.data.records import Example
 from jaxenc.data.vocab import BOS, UNK, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.layers.embed import EMBEDDING_PARAM
 from jaxenc.layers.masks import length_mask
 from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models.registry import own_decoder
+from jaxenc.records import Example
 from jaxenc.tasks import decoding, losses, metrics
 from jaxenc.tasks.heads import (
     ClassifierHead,

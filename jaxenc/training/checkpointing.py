@@ -13,7 +13,7 @@ Layout of a workdir:
                         far and the compiled footprint of each batch shape, so that a resumed
                         run writes the records and results row of an uninterrupted one
   best/<step>/          the parameters of the `best_k` best dev evaluations
-  metrics.jsonl, results.md, curves.png   (jaxenc.training.report)
+  metrics.jsonl, results.md, curves.png   (jaxenc.training.run_report)
   .lock                 held by the process training in the workdir (jaxenc.training.locking)
 
 orbax writes every checkpoint to a temporary folder and renames it when complete, so a run killed
@@ -45,12 +45,12 @@ import jax
 import ml_collections
 import orbax.checkpoint as ocp
 
-from jaxenc.data.records import Example
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError, WriteError
 from jaxenc.files import write_error, write_text_atomic, writing
 from jaxenc.layers.dropout import resolve_mask_bits
 from jaxenc.models.registry import build_encoder, encoder_spec
+from jaxenc.records import Example
 from jaxenc.training import integrity
 from jaxenc.training.sections import ADDED_KEY_DEFAULTS, EXTENSIBLE_KEYS, RESUMABLE_KEYS
 from jaxenc.training.state import TrainState

@@ -35,7 +35,7 @@ from typing import Any
 from jaxenc import cli
 from jaxenc import configs as base
 from jaxenc.errors import ConfigError, DataError
-from jaxenc.training import checkpointing, report
+from jaxenc.training import checkpointing, run_report
 from jaxenc.training.checkpointing import flatten
 
 # Config entries that do not change a run's results: left out of grouping and labels. The
@@ -49,8 +49,8 @@ BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
 def _is_bookkeeping(key: str) -> bool:
     return key in BOOKKEEPING or key.split(".")[0] in checkpointing.RESUMABLE_SECTIONS
 _NOT_METRICS = frozenset({"step", "split", "loss"})
-# table column -> cost record key (report.COST), each a mean over the group's runs that have it
-COST_COLUMNS = {"train s": report.TRAIN_SECONDS, "encode sent/s": report.ENCODE_RATE}
+# table column -> cost record key (run_report.COST), each a mean over the group's runs that have it
+COST_COLUMNS = {"train s": run_report.TRAIN_SECONDS, "encode sent/s": run_report.ENCODE_RATE}
 # What a run's config.json must hold: the defaults of newer keys depend on them.
 REQUIRED_KEYS = ("model.name", "task.dataset")
 
@@ -63,7 +63,7 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
     """{"workdir", "config" (flat), "seed", "step", "dev": {metric: v}, "test": {metric: v}} of a
     finished run: the last test record and the dev record of the same (best) step."""
     workdir = Path(workdir)
-    metrics_path = workdir / report.METRICS_FILE
+    metrics_path = workdir / run_report.METRICS_FILE
     config_path = workdir / checkpointing.CONFIG_FILE
     for path in (config_path, metrics_path):
         if not path.is_file():  # no metrics.jsonl beside a config.json: a run just started
@@ -83,19 +83,19 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
     except ConfigError as error:  # e.g. a model this version does not have
         raise DataError(str(error), path=config_path) from None
     config = {**defaults, **config}
-    tests = report.read_metrics(metrics_path, "test", latest=False)
+    tests = run_report.read_metrics(metrics_path, "test", latest=False)
     if not tests:
         raise UnfinishedRunError("no test result: the run has not finished",
                                  path=metrics_path,
                                  fix="let the run finish (re-running train.main in it resumes)")
     test = tests[-1]
-    dev = {record["step"]: record for record in report.read_metrics(metrics_path, "dev")}
+    dev = {record["step"]: record for record in run_report.read_metrics(metrics_path, "dev")}
     if test["step"] not in dev:
         raise DataError(f"no dev result at the best step {test['step']}", path=metrics_path,
                         fix="give run directories written by python -m train.main")
     select = lambda record: {k: v for k, v in record.items() if k not in _NOT_METRICS}
     cost = {}  # runs that predate the cost records have none
-    for record in report.read_metrics(metrics_path, report.COST, latest=False):
+    for record in run_report.read_metrics(metrics_path, run_report.COST, latest=False):
         cost.update(select(record))
     return {"workdir": str(workdir), "config": config, "seed": config["train.seed"],
             "step": test["step"], "dev": select(dev[test["step"]]), "test": select(test),
@@ -133,7 +133,8 @@ def summary_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
         row = {"runs": label, "seeds": ",".join(str(run["seed"]) for run in members)}
         for split in ("dev", "test"):
             for metric in members[0][split]:
-                row[f"{split} {metric}"] = report.mean_std([run[split][metric] for run in members])
+                row[f"{split} {metric}"] = run_report.mean_std(
+                    [run[split][metric] for run in members])
         for column, key in COST_COLUMNS.items():
             values = [run["cost"][key] for run in members if key in run["cost"]]
             if values:
@@ -233,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args(argv)
     runs = read_runs(args.workdirs)
-    table = report.markdown_table(summary_rows(runs))
+    table = run_report.markdown_table(summary_rows(runs))
     if args.output:
         Path(args.output).write_text(table + "\n")
     print(table)

@@ -45,18 +45,24 @@ import optax
 import tqdm
 from jax.sharding import Mesh
 
-from jaxenc.data import corpus, labelled_files, registry, sst
-from jaxenc.data.batching import Batcher, bucket_lengths
-from jaxenc.data.embeddings import load_vectors, vector_words
+from jaxenc.data import corpus, labelled_files, registry
+from jaxenc.data.batching import Batcher
+from jaxenc.data.embeddings import load_vectors
 from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
-from jaxenc.data.packing import PackingConfig
-from jaxenc.data.records import Example
-from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError, DataError, DivergedError, NonFiniteError
+from jaxenc.errors import ConfigError, DivergedError, NonFiniteError
 from jaxenc.files import writing
 from jaxenc.models import registry as models
+from jaxenc.records import Example
 from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
-from jaxenc.training import checkpointing, compilation, locking, measure, report
+from jaxenc.training import checkpointing, compilation, locking, measure, run_report
+from jaxenc.training.input_pipeline import (
+    DECODE,
+    EVAL_SPLITS,
+    PHRASE_DATASETS,
+    build_vocabularies,
+    load_splits,
+    make_batchers,
+)
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
 from jaxenc.training.preemption import PreemptionWatch
 from jaxenc.training.sharding import (
@@ -85,11 +91,6 @@ from jaxenc.training.validation import check_config
 
 log = logging.getLogger(__name__)
 
-# Datasets whose train split is SST phrases (`sst.expand_phrases`): data.phrase_repeats applies.
-PHRASE_DATASETS = ("sst5_phrases",)
-
-EVAL_SPLITS = ("dev", "test")
-DECODE = "test_decoding"  # make_batchers(decode=True): the test split as a task decodes it
 NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
 
 
@@ -117,182 +118,6 @@ def validate(config: ml_collections.ConfigDict) -> None:
                           f"only, not {dataset!r} (fix: leave --config.data.phrase_repeats at 1)")
 
 
-# ----------------------------------------------------------------------------- data
-
-
-def _carve(examples: list[Example], fraction: float, seed: int,
-           split: str) -> tuple[list[Example], list[Example]]:
-    """(rest, carved): a seeded random `fraction` of `examples` (at least one, when two or more
-    are left) split off as `split`."""
-    if not 0.0 < fraction < 1.0:
-        raise ConfigError(f"the dataset has no {split} split and task.{split}_fraction={fraction} "
-                          f"(fix: --config.task.{split}_fraction=0.1)")
-    order = np.random.default_rng(seed).permutation(len(examples))
-    cut = max(int(round(fraction * len(examples))), int(len(examples) > 1))
-    return [examples[i] for i in order[cut:]], [examples[i] for i in order[:cut]]
-
-
-def _has_target(example: Example, kind: str) -> bool:
-    if kind in ("single", "pair"):
-        return example.label is not None
-    return example.score is not None if kind == "relatedness" else True
-
-
-def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
-    """train / dev / test examples with a target. A split the dataset lacks is carved from train
-    (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
-    test_fraction, deterministically given the split seed (registry.split_seed: task.split_seed,
-    or train.seed)."""
-    info = registry.DATASETS[config.task.dataset]
-    if info.name == corpus.NAME:  # data.corpus_files, streamed; the reader makes the splits
-        return corpus.load_splits(config)
-    if info.name == labelled_files.NAME:  # data.train_file, dev_file, test_file
-        described, given = labelled_files.load_splits(config.data)
-        info = dataclasses.replace(registry.files_info(described), splits=tuple(given))
-        load = given.__getitem__
-    elif config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
-        from jaxenc.data import tfds_builders
-
-        load = lambda split: tfds_builders.load_split(
-            info.name, split, config.data.tfds_dir, manual_dir=config.data.data_dir or None)
-    else:
-        load = lambda split: registry.load(info.name, split, config.data.data_dir or None)
-    train = load("train" if "train" in info.splits else info.splits[0])
-    splits = {}
-    for split in ("test", "dev"):
-        if split in info.splits:
-            splits[split] = load(split)
-        else:
-            train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
-                                          registry.split_seed(config), split)
-            log.info("%s: %d examples carved from train (task.%s_fraction=%g, split seed %d)",
-                     split, len(splits[split]), split, config.task[f"{split}_fraction"],
-                     registry.split_seed(config))
-    splits["train"] = _repeat_phrases(train, config.data.get("phrase_repeats", 1))
-    for name, examples in splits.items():
-        kept = [e for e in examples if _has_target(e, info.kind)]
-        if len(kept) < len(examples):
-            log.info("%s: dropped %d examples without a target", name, len(examples) - len(kept))
-        if not kept:
-            raise DataError(f"dataset {info.name!r} has no {name} examples with a target",
-                            fix=f"a split carved from train needs more train examples or a "
-                                f"larger --config.task.{name}_fraction")
-        splits[name] = kept
-    return splits
-
-
-def _repeat_phrases(train: list[Example], repeats: int) -> list[Example]:
-    """data.phrase_repeats (at least 1, more for `PHRASE_DATASETS` only: checked by `validate`):
-    SST phrase training's oversampling (sst.repeat_emphasised)."""
-    return train if repeats == 1 else sst.repeat_emphasised(train, repeats)
-
-
-def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
-                       data_cfg: ml_collections.ConfigDict, *,
-                       filtered: bool = False) -> dict[str, Vocabulary]:
-    """"vocab" (inputs) and, for seq2seq, "target_vocab": loaded from workdir when a previous run
-    saved them (resuming), else built from the training examples, "vocab" then extended by the
-    first data.vector_vocabulary words of data.embeddings (`with_vector_words`); `filtered`: every
-    word of theirs is kept (the corpus dataset applied data.min_count / max_vocab to its whole
-    text)."""
-    min_count, max_size = (1, None) if filtered else (data_cfg.min_count, data_cfg.max_vocab)
-    sources = {"vocab": lambda: (s.tokens for e in train for s in e.sentences)}
-    if kind == "translation":
-        sources["target_vocab"] = lambda: (e.target.tokens for e in train)
-    vocabularies = {}
-    for name, token_lists in sources.items():
-        saved = workdir / f"{name}.txt"
-        if saved.is_file():
-            vocabularies[name] = Vocabulary.load(saved, lowercase=data_cfg.lowercase)
-            continue
-        vocabularies[name] = Vocabulary.build(token_lists(), min_count=min_count,
-                                              max_size=max_size or None,
-                                              lowercase=data_cfg.lowercase)
-        if name == "vocab" and data_cfg.get("vector_vocabulary", 0):
-            vocabularies[name] = with_vector_words(vocabularies[name], data_cfg.embeddings,
-                                                   data_cfg.vector_vocabulary)
-    if kind == "unlabelled":  # autoencoding: the target is the input
-        vocabularies["target_vocab"] = vocabularies["vocab"]
-    return vocabularies
-
-
-def with_vector_words(vocab: Vocabulary, embeddings: str, limit: int) -> Vocabulary:
-    """`vocab` with the first `limit` words of the vectors `embeddings` that it lacks appended
-    (its own ids unchanged); ConfigError without vectors."""
-    if not embeddings:
-        raise ConfigError("--config.data.vector_vocabulary adds words of data.embeddings, which "
-                          "is empty (fix: --config.data.vector_vocabulary=0, the default, or set "
-                          "--config.data.embeddings)")
-    words = (word.lower() if vocab.lowercase else word for word in vector_words(embeddings, limit))
-    known = set(vocab.tokens)
-    extra = [word for word in dict.fromkeys(words) if word not in known]
-    return Vocabulary(tuple(vocab.tokens) + tuple(extra), lowercase=vocab.lowercase,
-                      counts=vocab.counts)
-
-
-def decode_batch_size(examples: int, batch_size: int, multiple: int = 1) -> int:
-    """Rows per batch that hold `examples` in as few batches of at most `batch_size` rows as
-    possible, evened out and rounded up to a multiple of `multiple` (the data shards; batch_size
-    is one): the fewest filler rows for that number of batches."""
-    batches = -(-examples // batch_size)
-    rows = -(-examples // batches)
-    return -(-rows // multiple) * multiple
-
-
-def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
-                  seed: int, *, packing: PackingConfig | None = None, groups: int = 1,
-                  train_cfg: ml_collections.ConfigDict | None = None,
-                  decode: bool = False) -> dict[str, Batcher]:
-    """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
-    extended so that no evaluation example is dropped. ConfigError when data.max_length leaves
-    no training example.
-
-    packing: the encoder's phrase packing plan (StructureNeeds.packing), planned over the epochs
-    the run will take (from `train_cfg`) with `groups` = the number of data shards.
-    decode: also `DECODE`, the test split in batches of one shape (its longest example's bucket)
-    and the fewest rows (`decode_batch_size`, at most data.eval_batch_size), for a generating
-    task's test decoding: a decoding batch costs its rows times the decoded steps, whatever its
-    source length, so the dev/test batches' per-bucket filler rows (most of the rows of a small
-    split) and per-bucket programs (a beam search compiles once per shape) would cost more than
-    the few real rows.
-    """
-    train_args = dict(batch_size=data_cfg.batch_size, shuffle=True, seed=seed,
-                      buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
-                      max_length=data_cfg.max_length)
-    batchers = {"train": Batcher(features["train"], **train_args)}
-    if batchers["train"].num_batches == 0:
-        shortest = min(map(_length, features["train"]))
-        raise ConfigError(f"data.max_length={data_cfg.max_length} is below every training "
-                          f"example (the shortest has {shortest} tokens) (fix: set "
-                          f"--config.data.max_length to {shortest} or more; longer examples are "
-                          "dropped)")
-    eval_packing = None
-    if packing is not None:
-        epochs = train_cfg.epochs
-        if train_cfg.num_steps:
-            epochs = -(-train_cfg.num_steps // batchers["train"].num_batches)
-        batchers["train"] = Batcher(features["train"], **train_args, packing=dataclasses.replace(
-            packing, groups=groups, epochs=max(epochs, 1)))
-        eval_packing = dataclasses.replace(packing, groups=groups, epochs=1)
-    for split in EVAL_SPLITS:
-        longest = max(map(_length, features[split]))
-        buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
-        batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
-                                  buckets=buckets, shuffle=False, packing=eval_packing)
-    if decode:
-        test = features["test"]
-        rows = decode_batch_size(len(test), data_cfg.eval_batch_size, groups)
-        longest = max(map(_length, test))
-        batchers[DECODE] = Batcher(test, batch_size=rows, shuffle=False, packing=eval_packing,
-                                   buckets=bucket_lengths(longest, data_cfg.bucket_step)[-1:])
-    return batchers
-
-
-def _length(features: dict[str, np.ndarray]) -> int:
-    """The token count of an example's longest sentence (special tokens included)."""
-    return max(len(value) for key, value in features.items() if key.endswith("/tokens"))
-
-
 # ----------------------------------------------------------------------------- evaluation
 
 
@@ -317,9 +142,10 @@ def evaluate(eval_step: EvalStep, params: dict, batcher: Batcher, task: Task,
 # ----------------------------------------------------------------------------- training
 
 
-def metrics_file(workdir: Path) -> report.MetricsLog:
+def metrics_file(workdir: Path) -> run_report.MetricsLog:
     """The run's metrics.jsonl, written by process 0 only (every process computes the same)."""
-    return report.MetricsLog(workdir / report.METRICS_FILE, enabled=jax.process_index() == 0)
+    return run_report.MetricsLog(workdir / run_report.METRICS_FILE,
+                                 enabled=jax.process_index() == 0)
 
 
 def count_params(params: dict) -> tuple[int, int]:
@@ -482,7 +308,7 @@ class _TrainLog:
     (`snapshot`, into the position) and a resumed run, which starts from the position's window,
     averages exactly the numbers an uninterrupted run averages."""
 
-    def __init__(self, metrics_log: report.MetricsLog, bar: tqdm.tqdm, position: Position,
+    def __init__(self, metrics_log: run_report.MetricsLog, bar: tqdm.tqdm, position: Position,
                  bound: float = 0.0):
         self.metrics_log, self.bar, self.position, self.bound = metrics_log, bar, position, bound
         self.pending: list[tuple[int, dict[str, jax.Array]]] = []  # (step, its statistics)
@@ -757,8 +583,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
         generated, notes = setup.task.test_metrics(outputs, splits["test"])
         final["test"].update(generated)
     metrics_file(workdir).write(position.best_step, "test", final["test"])
-    metrics_file(workdir).write(position.best_step, report.COST, {
-        report.TRAIN_SECONDS: round(position.train_seconds, 1)})
+    metrics_file(workdir).write(position.best_step, run_report.COST, {
+        run_report.TRAIN_SECONDS: round(position.train_seconds, 1)})
     total, outside = count_params(state.params)
     metric = setup.task.primary_metric
     return {
@@ -847,24 +673,24 @@ def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str
 def write_report(workdir: Path, rows: Sequence[dict[str, Any]], seeds: int = 1) -> str:
     """results.md and curves.png (every model's train loss and dev metric, first seed). `rows`:
     those of `planned_runs`, seed after seed. One seed: a row per run; several: a row per model
-    with the mean ± std over its seeds (`report.seed_summary`), then a row per run."""
+    with the mean ± std over its seeds (`run_report.seed_summary`), then a row per run."""
     metric = next(key for key in rows[0] if key.startswith("dev "))[len("dev "):]
     first_seed = rows[:len(rows) // seeds]
-    records = {row["model"]: report.read_metrics(Path(row["workdir"]) / report.METRICS_FILE)
+    records = {row["model"]: run_report.read_metrics(Path(row["workdir"]) / run_report.METRICS_FILE)
                for row in first_seed}
-    report.plot_curves(records, metric, workdir / report.CURVES_FILE)
+    run_report.plot_curves(records, metric, workdir / run_report.CURVES_FILE)
     per_run = [{k: v for k, v in row.items() if k not in ("workdir", "notes")} for row in rows]
     title = f"{rows[0]['dataset']}: {', '.join(row['model'] for row in first_seed)}"
     notes = [f"Best dev checkpoint of each model, evaluated on test; train s: the training "
              f"steps, their compiling included; encode sent/s (the train command's): "
              f"`encode(list_of_str)` of test sentences end to end "
-             f"(tokenise, parse, bucket, run). Curves: {report.CURVES_FILE}; per-step metrics: "
-             f"{report.METRICS_FILE} in each run's workdir.",
+             f"(tokenise, parse, bucket, run). Curves: {run_report.CURVES_FILE}; per-step metrics: "
+             f"{run_report.METRICS_FILE} in each run's workdir.",
              *(f"{row['model']}: {note}" for row in rows for note in row["notes"])]
     if seeds == 1:
-        return report.write_results(workdir, title, per_run, notes=notes)
-    summary = report.seed_summary(per_run, seeds)
-    return report.write_results(
+        return run_report.write_results(workdir, title, per_run, notes=notes)
+    summary = run_report.seed_summary(per_run, seeds)
+    return run_report.write_results(
         workdir, f"{title} ({seeds} seeds)", summary,
         notes=[f"Mean ± sample standard deviation over seeds {summary[0]['seeds']}. Every run:",
-               report.markdown_table(per_run), *notes])
+               run_report.markdown_table(per_run), *notes])

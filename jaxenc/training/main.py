@@ -265,7 +265,8 @@ def _add_encode_rates(config: ml_collections.ConfigDict, workdir: Path,
     import jax
 
     from jaxenc import throughput
-    from jaxenc.training.loop import load_splits, write_report
+    from jaxenc.training.input_pipeline import load_splits
+    from jaxenc.training.loop import write_report
 
     if jax.process_count() > 1:  # the encoder runs in this process alone; the others have ended
         logging.getLogger("jaxenc").info("encode rate: measured by single-process runs only")

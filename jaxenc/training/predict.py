@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxenc import cli
 from jaxenc.errors import ConfigError
-from jaxenc.training import checkpointing, loop
+from jaxenc.training import checkpointing, input_pipeline, loop
 from jaxenc.training.sharding import make_mesh, replicated
 
 
@@ -34,7 +34,7 @@ def predict(workdir: str | os.PathLike, split: str = "test") -> dict[str, np.nda
     example (a sequence task's tokens)."""
     workdir = Path(workdir)
     config = checkpointing.load_config(workdir)
-    splits = loop.load_splits(config)
+    splits = input_pipeline.load_splits(config)
     if split not in splits:
         raise ConfigError(f"--split {split}: the run in {workdir} has splits "
                           f"{', '.join(sorted(splits))} (fix: --split test)")

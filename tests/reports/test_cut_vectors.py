@@ -12,8 +12,8 @@ import pytest
 
 from jaxenc.data import named_vectors
 from jaxenc.data.embeddings import load_vectors
-from jaxenc.data.records import Example, Sentence
 from jaxenc.data.vocab import Vocabulary
+from jaxenc.records import Example, Sentence
 from reports import cut_vectors
 
 WORDS = ["the", "of", "cat", "The", "zebra", "dog", "Paris", "paris", "cat"]

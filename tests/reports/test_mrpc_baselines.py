@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from jaxenc.data.records import Sentence
+from jaxenc.records import Sentence
 from reports import encoder_tables
 from reports import mrpc_baselines as baselines
 
