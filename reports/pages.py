@@ -21,6 +21,7 @@ from reports import (
     encoder_tables,
     main_job,
     meanmax_aae,
+    papers,
     performance,
     phrase_transformer,
     psan,
@@ -96,6 +97,7 @@ ENCODER_TABLES: dict[str, Callable[[], str]] = {
     "dev_noise_sick_r": lambda: encoder_tables.dev_noise_table("sick_r"),
     "mrpc_baselines": encoder_tables.mrpc_baselines_table,
     "transfer": encoder_tables.transfer_table,
+    "papers": papers.papers_table,
 }
 ENCODER_DOCUMENTS = (REPO / "README.md", DOCS_RESULTS, ENCODERS_PAGE)
 ENCODER_MARKER = marker("table.py")
