@@ -27,7 +27,8 @@ bench/bench_first_result.py is not run: it reads the real datasets, which stay h
 Writes OUT/report.md, results.json, throughput_b64.png and throughput_b512.png, rewritten after
 every stage, so that a run cut short still leaves its report; a failed stage's error is in both.
 Per variant, peak memory is XLA's compiled memory analysis; each stage's device peak is
-memory_stats()['peak_bytes_in_use'] where the backend has it.
+memory_stats()['peak_bytes_in_use'] where the backend has it. The stages that run in a process
+of their own are in bench.accelerator_stages, the report in bench.accelerator_report.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import argparse
 import datetime
 import importlib.metadata
 import json
-import math
 import multiprocessing
 import os
 import platform
@@ -49,11 +49,13 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import device_wheels
+from bench.accelerator_report import stage_table, write
+from bench.accelerator_stages import child, one_line
 from jaxenc import cli
 from jaxenc.errors import ConfigError
 
@@ -64,7 +66,6 @@ TIME_LIMIT_S = 420.0
 SMOKE_TIME_LIMIT_S = 115.0
 # kept at the end of the time limit: a cut stage's stop, the merging, the last report
 RESERVE_S = 15.0
-MIB = 2**20
 STAGES = ("devices", "bench_b64", "flax", "torch", "main_job", "bench_b512")
 FULL = dict(
     need_gpu=True,
@@ -100,122 +101,6 @@ FIRST_RESULT = re.compile(r"step \d+: dev accuracy")
 
 def log(message: str) -> None:
     print(f"[accelerator] {message}", flush=True)
-
-
-def one_line(error: BaseException, limit: int = 400) -> str:
-    return f"{type(error).__name__}: {' '.join(str(error).split())[:limit]}"
-
-
-# ---------------------------------------------------------------- stage processes (JAX inside)
-
-def device_memory() -> dict | None:
-    """The device's peak and limit in MiB (memory_stats), None where the backend has none."""
-    import jax
-
-    stats = jax.devices()[0].memory_stats()
-    if not stats or "peak_bytes_in_use" not in stats:
-        return None
-    return dict(peak_mib=stats["peak_bytes_in_use"] / MIB,
-                limit_mib=stats.get("bytes_limit", 0) / MIB)
-
-
-def matmul_peak(size: int, dtype: str, repeats: int) -> float:
-    """FLOP/s of a size^3 matmul in `dtype` (best of `repeats`, random operands)."""
-    import jax
-    import jax.numpy as jnp
-
-    a = jax.random.normal(jax.random.key(0), (size, size), dtype)
-    b = jax.random.normal(jax.random.key(1), (size, size), dtype)
-    matmul = jax.jit(jnp.dot)
-    matmul(a, b).block_until_ready()
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        matmul(a, b).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * size**3 / best
-
-
-def stage_devices(settings: Mapping, scratch: Path) -> dict:
-    import jax
-
-    devices = jax.devices()
-    print(f"jax {jax.__version__} devices: {devices}", flush=True)
-    found = dict(jax=jax.__version__, backend=jax.default_backend(),
-                 devices=[str(device) for device in devices],
-                 device_kind=devices[0].device_kind, gpu=jax.default_backend() == "gpu")
-    if settings["need_gpu"] and not found["gpu"]:
-        return found  # refused by the caller: nothing to measure
-    peaks = {dtype: matmul_peak(settings["peak_size"], dtype, settings["peak_repeats"])
-             for dtype in ("float32", "bfloat16")}
-    print("matmul peak: " + ", ".join(f"{dtype} {flops / 1e12:.1f} TFLOP/s"
-                                      for dtype, flops in peaks.items()), flush=True)
-    for module in ("bench.run", "bench.bench_flax_transformer", "jaxenc.training.main",
-                   "jaxenc.training.loop", "train.configs.default"):
-        __import__(module)
-    return dict(found, matmul_peak_flops=peaks, matmul_size=settings["peak_size"])
-
-
-def stage_bench(settings: Mapping, scratch: Path, stage: str) -> dict:
-    """bench.run, one call per length, each into scratch/stage/L<length>."""
-    import jax
-
-    from bench import run
-
-    argv = [*settings["bench"], "--batch", str(settings["batch"][stage])]
-    limit = device_memory()
-    if limit and limit["limit_mib"]:
-        # bench.run's memory guard compares XLA's compiled peak with a fraction of the host's
-        # available memory; here the device's pool is the limit
-        argv += ["--memory_fraction", f"{0.9 * limit['limit_mib'] / run.available_mib():.4f}"]
-    errors = {}
-    for length in settings["lengths"][stage]:
-        print(f"{stage}: bench.run at L {length} on {jax.devices()[0].device_kind}", flush=True)
-        try:
-            run.main([*argv, "--lengths", str(length), "--out",
-                      str(scratch / stage / f"L{length}")])
-        except BaseException as error:  # noqa: BLE001 - e.g. out of memory: the next length runs
-            traceback.print_exc()
-            errors[length] = one_line(error, 300)
-    if len(errors) == len(settings["lengths"][stage]):
-        raise RuntimeError(f"bench.run failed at every length: {errors}")
-    return dict(argv=argv, length_errors=errors)
-
-
-def stage_flax(settings: Mapping, scratch: Path) -> dict:
-    from bench import bench_flax_transformer
-
-    return dict(rows=bench_flax_transformer.main(settings["flax"]))
-
-
-def stage_torch(settings: Mapping, scratch: Path) -> dict:
-    os.environ["JAX_PLATFORMS"] = "cpu"  # torch alone holds the GPU in this process
-    from bench import bench_torch_transformer
-
-    missing = bench_torch_transformer.cuda_missing()
-    if missing:
-        print(f"torch: skipped ({missing})", flush=True)
-        return dict(skipped=missing, rows=[])
-    return dict(rows=bench_torch_transformer.main(settings["torch"]))
-
-
-STAGE_FUNCTIONS: dict[str, Callable[..., dict]] = dict(
-    devices=stage_devices, flax=stage_flax, torch=stage_torch,
-    bench_b64=lambda settings, scratch: stage_bench(settings, scratch, "bench_b64"),
-    bench_b512=lambda settings, scratch: stage_bench(settings, scratch, "bench_b512"))
-
-
-def child(stage: str, settings: Mapping, scratch: str, result_file: str) -> None:
-    """A stage in this (fresh) process; its result, or its error, as JSON in `result_file`."""
-    try:
-        result = STAGE_FUNCTIONS[stage](settings, Path(scratch))
-        if stage != "torch":
-            result["device_memory"] = device_memory()
-    except BaseException as error:  # noqa: BLE001 - the parent reports it and goes on
-        traceback.print_exc()
-        result = dict(error=one_line(error))
-    result["imported_beyond_image"] = device_wheels.imported_beyond_image()
-    Path(result_file).write_text(json.dumps(result, default=str))
 
 
 # ------------------------------------------------------------------- the run (no JAX in here)
@@ -302,9 +187,9 @@ def stage_main_job(settings: Mapping, scratch: Path, limit: float) -> dict:
 
 
 def merged_bench(scratch: Path, stage: str, lengths: Sequence[int]) -> tuple[dict | None, str]:
-    """The per-length bench.run results of a stage as one results dict (bench.report's ratios
+    """The per-length bench.run results of a stage as one results dict (bench.derived's ratios
     recomputed over the lengths done), and the lengths done in words."""
-    from bench import report
+    from bench.derived import finish
 
     parts = [json.loads(path.read_text()) for length in lengths
              if (path := scratch / stage / f"L{length}" / "results.json").exists()]
@@ -322,16 +207,16 @@ def merged_bench(scratch: Path, stage: str, lengths: Sequence[int]) -> tuple[dic
     done = [part["settings"]["lengths"][0] for part in parts]
     merged["settings"]["lengths"] = done
     merged["matmul_peak_flops"].pop("peak", None)
-    report.finish(merged)
+    finish(merged)
     return merged, f"L {', '.join(map(str, done))} of {', '.join(map(str, lengths))}"
 
 
 def plot_bench(merged: Mapping, scratch: Path, out: Path, name: str) -> None:
-    from bench import report
+    from bench.plots import plot
 
     folder = scratch / f"{name}-plots"
     folder.mkdir(exist_ok=True)
-    report.plot(merged, folder)
+    plot(merged, folder)
     shutil.copyfile(folder / "throughput.png", out / name)
 
 
@@ -365,143 +250,6 @@ def run_stage(stage: str, settings: Mapping, scratch: Path, out: Path, limit: fl
            if result["status"] != "ok" else ""))
     state["stages"][stage] = result
     return result
-
-
-# ------------------------------------------------------------------------------ the report
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return "" if value is None else str(value)
-
-
-def table(rows: Sequence[Mapping]) -> list[str]:
-    """A markdown table of `rows`, their keys as its columns."""
-    if not rows:
-        return ["(none)"]
-    columns = list(dict.fromkeys(key for row in rows for key in row))
-    return [f"| {' | '.join(columns)} |", f"|{'---|' * len(columns)}",
-            *(f"| {' | '.join(_cell(row.get(column)) for column in columns)} |" for row in rows)]
-
-
-def encoder_rows(bench: Mapping, peaks: Mapping[str, float] | None) -> list[dict]:
-    """Each encoder's preset (f32, and its bf16 variant) per length: rates, compile, memory,
-    FLOP/s and the fraction of the matmul peak of its dtype measured in this run."""
-    by_key = {(row["variant"], row["length"]): row for row in bench["rows"]}
-    out = []
-    for model, lines in bench["lines"].items():
-        for length_text, label in lines.items():
-            length = int(length_text)
-            for variant in (label, f"{model} bf16"):
-                row = by_key.get((variant, length))
-                if row is None:
-                    continue
-                train, encode = row.get("train") or {}, row.get("encode") or {}
-                flops_per_s = train.get("flops_per_s")
-                peak = (peaks or {}).get(row["dtype"])
-                out.append(dict(
-                    model=model, variant=variant, dtype=row["dtype"], L=length,
-                    batch=row["batch"], status=row["status"],
-                    train_sent_s=train.get("sentences_per_s"),
-                    encode_sent_s=encode.get("sentences_per_s"),
-                    compile_s=train.get("compile_s"), peak_mib=train.get("peak_mib"),
-                    tflop_s=flops_per_s / 1e12 if flops_per_s else None,
-                    of_peak=flops_per_s / peak if flops_per_s and peak else None,
-                    reason=row.get("reason")))
-    return out
-
-
-def stage_table(stages: Mapping[str, Mapping]) -> list[str]:
-    """One row per stage: status, seconds, limit, device peak, note, imports beyond the image."""
-    return table([dict(stage=name, status=result["status"], seconds=result["seconds"],
-                       limit_s=result["limit_s"],
-                       device_peak_mib=(result.get("device_memory") or {}).get("peak_mib"),
-                       note="; ".join(filter(None, [
-                           result.get("error"), result.get("cut"), result.get("skipped"),
-                           result.get("lengths_done"), *(
-                               f"L {length}: {error}" for length, error in
-                               (result.get("length_errors") or {}).items())])),
-                       imported_beyond_image=", ".join(result.get("imported_beyond_image", [])))
-                  for name, result in stages.items()])
-
-
-def markdown(state: Mapping) -> str:
-    stages = state["stages"]
-    devices = stages.get("devices", {})
-    peaks = devices.get("matmul_peak_flops")
-    text = [
-        "# jaxenc on an accelerator",
-        "",
-        f"`{state['command']}` on {state['date']}: {devices.get('device_kind', '?')} "
-        f"({devices.get('backend', '?')}; jax {devices.get('jax', '?')}), "
-        f"{state['machine']}; {state['wall_s']:.0f} s of the time limit "
-        f"{state['time_limit_s']:.0f} s{'; --smoke: tiny sizes' if state['smoke'] else ''}. "
-        f"Carried packages: {state['wheels']}.",
-        "",
-        "## Stages",
-        "",
-        *stage_table(stages),
-        "",
-        "device_peak_mib: memory_stats()['peak_bytes_in_use'] of the stage's process (empty: "
-        "the backend reports none). imported_beyond_image: the packages the stage imported "
-        "that the GPU machine's image lacks (each must be among the carried wheels).",
-    ]
-    if peaks:
-        text += ["", f"Matmul peak ({devices['matmul_size']}^3, JAX's default precision): " +
-                 ", ".join(f"{dtype} {flops / 1e12:.1f} TFLOP/s" for dtype, flops in
-                           peaks.items())]
-    for stage in ("bench_b64", "bench_b512"):
-        bench = stages.get(stage, {}).get("bench")
-        if not bench:
-            continue
-        batch = bench["settings"]["batch"]
-        text += ["", f"## Encoders, batch {batch} ({stages[stage]['lengths_done']})", "",
-                 "Each encoder's preset (its implementation at that length) and its bf16 "
-                 "variant: sentences/s of the train step and of encode, the train step's cold "
-                 "compile s and XLA peak MiB, achieved TFLOP/s and its fraction of the matmul "
-                 "peak of the same dtype above.", "",
-                 *table(encoder_rows(bench, peaks)),
-                 "", f"### Implementation ratios, batch {batch}", ""]
-        for name, rows in bench.get("ratios", {}).items():
-            text += [f"{name}:", "", *table(rows), ""]
-    flax_rows = stages.get("flax", {}).get("rows") or []
-    torch_rows = {row["length"]: row for row in stages.get("torch", {}).get("rows") or []}
-    if flax_rows:
-        text += ["", "## Transformer train step: jaxenc, plain flax, PyTorch", "",
-                 "Median ms of one Adam step at bench_flax_transformer's sizes; torch: "
-                 "nn.TransformerEncoder, eager, TF32 matmuls"
-                 + (f" (skipped: {stages['torch']['skipped']})"
-                    if stages.get("torch", {}).get("skipped") else "") + ".", "",
-                 *table([dict(L=row["length"], jaxenc_ms=row["jaxenc_ms"],
-                              plain_flax_ms=row["plain_ms"],
-                              torch_ms=torch_rows.get(row["length"], {}).get("torch_ms"),
-                              plain_over_jaxenc=row["ratio"],
-                              torch_over_jaxenc=(torch_rows[row["length"]]["torch_ms"]
-                                                 / row["jaxenc_ms"])
-                              if row["length"] in torch_rows else None)
-                         for row in flax_rows])]
-    job = stages.get("main_job")
-    if job:
-        first = job.get("first_result_s")
-        text += ["", "## The main job", "",
-                 f"`{job.get('command', '')}`: {job['seconds']:.0f} s, exit code "
-                 f"{job.get('exit_code')}; first result (the first dev evaluation) "
-                 + (f"{first:.1f} s after the command started." if first else "not reached.")]
-        if job.get("results_md"):
-            text += ["", *[line for line in job["results_md"].splitlines()
-                           if line.startswith("|")]]
-        elif job.get("tail"):
-            text += ["", "Its last lines:", "", "```", *job["tail"], "```"]
-    text += ["", "bench/bench_first_result.py is not run here: it trains on the real datasets "
-             "($JAXENC_DATA_DIR), which do not travel to the GPU machine; the main job's "
-             "first dev evaluation above is this run's time to first result."]
-    return "\n".join(text) + "\n"
-
-
-def write(state: dict, out: Path, start: float) -> None:
-    state["wall_s"] = time.perf_counter() - start
-    (out / "results.json").write_text(json.dumps(state, indent=1, default=str) + "\n")
-    (out / "report.md").write_text(markdown(state), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------- command line

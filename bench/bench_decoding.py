@@ -27,7 +27,7 @@ import jax
 import numpy as np
 
 from bench.common import measure_and_report, parse_ints, time_in_turns
-from bench.run import machine_words
+from bench.machine import machine_words
 from jaxenc import cli
 from jaxenc.configs import model_config
 from jaxenc.data.vocab import EOS, NUM_SPECIAL

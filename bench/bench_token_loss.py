@@ -26,7 +26,7 @@ import optax
 
 from bench.bench_meanmax import SMALL_CORPUS_VOCAB
 from bench.common import compile_timed, measure_and_report, memory_mib, parse_ints, time_in_turns
-from bench.run import machine_words
+from bench.machine import machine_words
 from jaxenc import cli
 from jaxenc.tasks.losses import token_losses
 

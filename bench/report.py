@@ -1,10 +1,10 @@
-"""What bench.run's measurements add up to: derived numbers (achieved FLOP/s, the ratios, the
-benchmark's goals with verdicts), report.md and the plots (throughput.png, memory.png).
+"""The report.md of a bench.run results dict; `python -m bench.report RESULTS.json` remakes it.
 
-Everything here reads the results dict that bench.run writes as results.json, so a report can be
-remade from a saved run: `python -m bench.report results/bench/cpu/results.json` rewrites
-report.md, the plots and the derived fields of results.json (ratios, goals, achieved FLOP/s)
-beside it; the measurements are left as they are.
+report.md: the goals, each model's throughput and memory, every variant, the ratios, the
+kernels per train step and the host rates; for a --kernels-only run, its kernel table alone.
+A report can be remade from a saved run: `python -m bench.report results/bench/cpu/results.json`
+rewrites report.md, the plots and the derived fields of results.json (bench.derived: ratios,
+goals, achieved FLOP/s) beside it; the measurements are left as they are.
 """
 
 from __future__ import annotations
@@ -12,27 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.kernels import H100_BANDWIDTH, H100_PEAK_FLOPS, LAUNCH_S, h100_bound
+from bench.derived import finish
+from bench.goals import host_rate
+from bench.kernels import H100_BANDWIDTH, H100_PEAK_FLOPS, LAUNCH_S
+from bench.plots import plot
+from bench.rows import keyed, line_label
 from jaxenc import cli
-
-STEPS = ("train", "encode")
-MET, NOT_MET, NOT_MEASURED = "met", "not met", "not measured"
-HOST_GOAL = 2000.0  # sentences/s per core
-DT_GOAL = 1.2  # Dependency-Transformer step / plain Transformer step at DT_GOAL_LENGTH
-DT_GOAL_LENGTH = 64
-DISAN_GOALS = ((64, 4.0), (256, 10.0))  # (length, dense / blocked peak memory at least)
-# directional train step (the model's default dropout) at least this many times faster than
-# the blocked step with 32-bit dropout masks (flax's dropout, 32 random bits per decision:
-# variant DISAN_BLOCKED_32BIT) at these lengths; a results.json without that variant (a run that
-# did not time it) compares with blocked at the default dropout
-DISAN_SPEED_GOAL, DISAN_SPEED_LENGTHS = 1.7, (64, 128)
-LINEAR_SLOPE = 1.25  # memory ~ L^slope counts as ~linear up to this slope
-
 
 NOTES = [
     "## Notes on the method",
@@ -65,265 +54,6 @@ NOTES = [
     "",
 ]
 
-
-def axis_label(model: str, field: str, value: str) -> str:
-    """The label of a model's variant with `field=value`."""
-    return f"{model} {field}={value}"
-
-
-DISAN_BLOCKED_32BIT = f"{axis_label('disan', 'attention_impl', 'blocked')} dropout_bits=32"
-
-
-def _rows(results: Mapping) -> dict[tuple[str, int], dict]:
-    return {(row["variant"], row["length"]): row for row in results["rows"]}
-
-
-def _ran(row: Mapping | None, kind: str = "train") -> bool:
-    return bool(row) and bool(row.get(kind)) and "wall_s" in row[kind]
-
-
-def _compiled(row: Mapping | None, kind: str = "train") -> bool:
-    return bool(row) and bool(row.get(kind))
-
-
-def _ratio(numerator: float | None, denominator: float | None) -> float | None:
-    if numerator is None or denominator is None or denominator <= 0:
-        return None
-    return numerator / denominator
-
-
-def finish(results: dict) -> None:
-    """Adds achieved FLOP/s (FLOPs of loops borrowed from a loop-free twin of the same math),
-    the H100 bounds (`add_bounds`), the matmul peak used, `ratios` and `goals` to a bench.run
-    results dict."""
-    peak = max(value for key, value in results["matmul_peak_flops"].items() if key != "peak")
-    results["matmul_peak_flops"]["peak"] = peak
-    add_bounds(results)
-    for row in results["rows"]:
-        for step in (row.get(kind) for kind in STEPS):
-            if step and "wall_s" in step:
-                step["flops_per_s"] = step["flops"] / step["wall_s"]
-                step["of_peak"] = step["flops_per_s"] / peak
-    results["ratios"] = ratios(results)
-    results["goals"] = goals(results)
-
-
-def add_bounds(results: dict) -> None:
-    """Borrows a loop variant's FLOPs from its loop-free twin of the same math (XLA counts a
-    loop body once) and adds each step's lower bound of an H100 step time, `h100_bound_s` and
-    what bounds it, `h100_bound_by` (bench.kernels.h100_bound; steps with a kernel count)."""
-    rows = _rows(results)
-    variants = {variant["label"]: variant for variant in results["variants"]}
-    for row in results["rows"]:
-        axis = results["axes"].get(row["model"])
-        value = axis and variants[row["variant"]]["overrides"].get(axis["field"])
-        twin = value and axis["same_work"].get(value)
-        for kind in STEPS:
-            step = row.get(kind)
-            if not step:
-                continue
-            twin_row = rows.get((axis_label(row["model"], axis["field"], twin), row["length"])) \
-                if twin and twin != value else None
-            if not step["flops_exact"] and _compiled(twin_row, kind) and \
-                    twin_row[kind]["flops_exact"]:
-                step.update(flops=twin_row[kind]["flops"], flops_from=twin_row["variant"],
-                            flops_exact=True)
-            if step.get("kernels") is not None and step.get("bytes_accessed") is not None:
-                step["h100_bound_s"], step["h100_bound_by"] = h100_bound(
-                    step["flops"], step["bytes_accessed"], step["kernels"], row["dtype"])
-
-
-def _line(results: Mapping, model: str, length: int) -> str | None:
-    return results["lines"].get(model, {}).get(str(length))
-
-
-def _time(row: Mapping | None, kind: str = "train") -> float | None:
-    return row[kind]["wall_s"] if _ran(row, kind) else None
-
-
-def _peak(row: Mapping | None) -> float | None:
-    return row["train"]["peak_mib"] if _compiled(row) else None
-
-
-def _temp(row: Mapping | None) -> float | None:
-    return row["train"]["temp_mib"] if _compiled(row) else None
-
-
-def ratios(results: Mapping) -> dict[str, list[dict]]:
-    """The side-by-side comparisons, each a list of table rows."""
-    rows, lengths = _rows(results), results["settings"]["lengths"]
-    out: dict[str, list[dict]] = {key: [] for key in (
-        "implementations", "psan_vs_disan", "dt_transformer_treelstm", "vs_reference", "bf16")}
-    for model, axis in results["axes"].items():
-        for length in lengths:
-            base = rows.get((axis_label(model, axis["field"], axis["base"]), length))
-            for choice in axis["choices"]:
-                row = rows.get((axis_label(model, axis["field"], choice), length))
-                if row is None:
-                    continue
-                out["implementations"].append(dict(
-                    model=model, field=axis["field"], choice=choice, base=axis["base"],
-                    length=length, status=row["status"], peak_mib=_peak(row), temp_mib=_temp(row),
-                    train_s=_time(row), encode_s=_time(row, "encode"),
-                    memory_vs_base=_ratio(_peak(base), _peak(row)),
-                    temp_vs_base=_ratio(_temp(base), _temp(row)),
-                    train_speedup=_ratio(_time(base), _time(row))))
-    packed = axis_label("psan", "psa_impl", "packed")
-    dense = axis_label("disan", "attention_impl", "dense")
-    for length in lengths:
-        psan_row, disan_row = rows.get((packed, length)), rows.get((dense, length))
-        bound_row = rows.get((axis_label("psan", "psa_impl", "dense"), length))
-        if psan_row is None or disan_row is None:
-            continue
-        out["psan_vs_disan"].append(dict(
-            length=length, psan_status=psan_row["status"], disan_status=disan_row["status"],
-            psan_peak_mib=_peak(psan_row), disan_peak_mib=_peak(disan_row),
-            psan_temp_mib=_temp(psan_row), disan_temp_mib=_temp(disan_row),
-            peak_ratio=_ratio(_peak(psan_row), _peak(disan_row)),
-            temp_ratio=_ratio(_temp(psan_row), _temp(disan_row)),
-            data_bound=bound_row.get("data_bound") if bound_row else None,
-            train_ratio=_ratio(_time(psan_row), _time(disan_row))))
-    dt = {"DT full": axis_label("dependency_transformer", "variant", "full"),
-          "DT plain (same sizes)": axis_label("dependency_transformer", "variant", "transformer"),
-          "Transformer": "transformer" if "transformer" in results["lines"]
-          else results["references"].get("dependency_transformer"),
-          "Tree-LSTM": "tree_lstm"}
-    for length in lengths:
-        found = {name: rows.get((label, length)) for name, label in dt.items() if label}
-        reference = _time(found.get("DT plain (same sizes)"))
-        for name, row in found.items():
-            if row is not None:
-                out["dt_transformer_treelstm"].append(dict(
-                    name=name, variant=row["variant"], length=length, train_s=_time(row),
-                    encode_s=_time(row, "encode"), peak_mib=_peak(row),
-                    train_vs_dt_plain=_ratio(_time(row), reference)))
-    for model in results["lines"]:
-        for length in lengths:
-            row = rows.get((_line(results, model, length), length))
-            reference = rows.get((results["references"][model], length))
-            if row is not None and reference is not None and row is not reference:
-                out["vs_reference"].append(dict(
-                    model=model, variant=row["variant"], reference=reference["variant"],
-                    length=length, train_ratio=_ratio(_time(row), _time(reference)),
-                    peak_ratio=_ratio(_peak(row), _peak(reference))))
-            bf16 = rows.get((f"{model} bf16", length))
-            if bf16 is not None:
-                out["bf16"].append(dict(
-                    model=model, length=length, status=bf16["status"], reason=bf16["reason"],
-                    f32_train_s=_time(row), bf16_train_s=_time(bf16),
-                    train_speedup=_ratio(_time(row), _time(bf16)),
-                    memory_ratio=_ratio(_peak(bf16), _peak(row))))
-    return out
-
-
-def _slope(points: Sequence[tuple[float, float]]) -> float | None:
-    """Least-squares slope of log(y) over log(x)."""
-    points = [(math.log(x), math.log(y)) for x, y in points if x and y and y > 0]
-    if len(points) < 2:
-        return None
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    spread = sum((x - mean_x) ** 2 for x, _ in points)
-    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
-
-
-def _goal(goal: str, measured: str, verdict: str) -> dict[str, str]:
-    return dict(goal=goal, measured=measured, verdict=verdict)
-
-
-def goals(results: Mapping) -> list[dict[str, str]]:
-    """The benchmark's goals, each with what was measured and met / not met / not measured."""
-    rows, lengths = _rows(results), results["settings"]["lengths"]
-    out = []
-    axis = results["axes"].get("disan")
-    for choice in (c for c in (axis["choices"] if axis else ()) if c != "dense"):
-        label = axis_label("disan", "attention_impl", choice)
-        temps = [(length, _temp(rows.get((label, length)))) for length in lengths]
-        peaks = [(length, _peak(rows.get((label, length)))) for length in lengths]
-        slope, peak_slope = _slope(temps), _slope(peaks)
-        out.append(_goal(
-            f"DiSAN {choice}: memory ~linear in L", "not enough lengths" if slope is None else
-            f"temp MiB ~ L^{slope:.2f}, peak MiB ~ L^{peak_slope:.2f} over L = "
-            f"{', '.join(str(length) for length, temp in temps if temp)}",
-            NOT_MEASURED if slope is None else MET if slope <= LINEAR_SLOPE else NOT_MET))
-        for length, least in DISAN_GOALS:
-            dense = rows.get((axis_label("disan", "attention_impl", "dense"), length))
-            ratio = _ratio(_peak(dense), _peak(rows.get((label, length))))
-            out.append(_goal(
-                f"DiSAN {choice}: peak memory >= {least:g}x below dense at L={length}",
-                "length not measured" if ratio is None else
-                f"{ratio:.1f}x ({_peak(dense):,.0f} vs {_peak(rows[label, length]):,.0f} MiB; "
-                f"temp {_ratio(_temp(dense), _temp(rows[label, length])):.1f}x)",
-                NOT_MEASURED if ratio is None else MET if ratio >= least else NOT_MET))
-    if axis and "directional" in axis["choices"] and "blocked" in axis["choices"]:
-        with_32bit = any(variant == DISAN_BLOCKED_32BIT for variant, _ in rows)
-        reference = DISAN_BLOCKED_32BIT if with_32bit else axis_label("disan", "attention_impl",
-                                                                      "blocked")
-        speedups = {length: _ratio(
-            _time(rows.get((reference, length))),
-            _time(rows.get((axis_label("disan", "attention_impl", "directional"), length))))
-            for length in DISAN_SPEED_LENGTHS}
-        measured = {length: ratio for length, ratio in speedups.items() if ratio is not None}
-        out.append(_goal(
-            f"DiSAN directional: train step >= {DISAN_SPEED_GOAL:g}x blocked's"
-            f"{' with 32-bit dropout masks' if with_32bit else ''} at L="
-            f"{', '.join(map(str, DISAN_SPEED_LENGTHS))}",
-            "; ".join(f"L={length}: {ratio:.2f}x" for length, ratio in measured.items())
-            or "not measured",
-            NOT_MEASURED if len(measured) < len(speedups) else
-            MET if min(measured.values()) >= DISAN_SPEED_GOAL else NOT_MET))
-    psan = [row for row in results["ratios"]["psan_vs_disan"] if row["peak_ratio"] is not None]
-    out.append(_goal(
-        "PSAN packed: peak memory below DiSAN dense", "; ".join(
-            f"L={row['length']}: {row['peak_ratio']:.2f}x (temp {row['temp_ratio']:.2f}x, data "
-            f"bound {row['data_bound']:.2f})"
-            if row["data_bound"] is not None else
-            f"L={row['length']}: {row['peak_ratio']:.2f}x" for row in psan) or "not measured",
-        NOT_MEASURED if not psan else MET if all(row["peak_ratio"] < 1 for row in psan)
-        else NOT_MET))
-    full = _time(rows.get((axis_label("dependency_transformer", "variant", "full"),
-                           DT_GOAL_LENGTH)))
-    plain = _time(rows.get((axis_label("dependency_transformer", "variant", "transformer"),
-                            DT_GOAL_LENGTH)))
-    ratio = _ratio(full, plain)
-    out.append(_goal(
-        f"Dependency-Transformer train step <= {DT_GOAL:g}x the plain Transformer's (same "
-        f"sizes) at L={DT_GOAL_LENGTH}", "not measured" if ratio is None else
-        f"{ratio:.2f}x ({1e3 * full:,.0f} vs {1e3 * plain:,.0f} ms)",
-        NOT_MEASURED if ratio is None else MET if ratio <= DT_GOAL else NOT_MET))
-    rate, detail = host_rate(results.get("host", {}))
-    out.append(_goal(f"host preprocessing >= {HOST_GOAL:,.0f} sentences/s per core",
-                     detail, NOT_MEASURED if rate is None else
-                     MET if rate >= HOST_GOAL else NOT_MET))
-    timed = [row[kind]["recompiles"] for row in results["rows"] for kind in STEPS
-             if _ran(row, kind)]
-    out.append(_goal("no recompilation after warm-up (every model)",
-                     f"{sum(timed)} recompilations over {len(timed)} timed steps"
-                     if timed else "nothing timed",
-                     NOT_MEASURED if not timed else MET if sum(timed) == 0 else NOT_MET))
-    return out
-
-
-def host_rate(host: Mapping) -> tuple[float | None, str]:
-    """(sentences/s per core of the per-sentence host work with gold trees: tree -> arrays for
-    every model + packing plan + batching, 1 / the sum of the per-sentence times; a line)."""
-    if "structures" not in host:
-        return None, host.get("skipped", "not measured")
-    parts = {"tree -> arrays (all models)": host["structures"]["rates"][
-        host["structures"]["all_models"]],
-        "packing plan": host["packing"]["sentences_per_s"],
-        "input pipeline": host["input"]["examples_per_s"]}
-    rate = 1 / sum(1 / value for value in parts.values())
-    detail = f"{rate:,.0f}/s together (" + ", ".join(
-        f"{name} {value:,.0f}/s" for name, value in parts.items()) + ")"
-    parse = host.get("parse", {})
-    if "sentences_per_s" in parse:
-        with_parse = 1 / (1 / rate + 1 / parse["sentences_per_s"])
-        detail += (f"; with spaCy parsing ({parse['sentences_per_s']:,.0f}/s, once per dataset, "
-                   f"cached) {with_parse:,.0f}/s")
-    return rate, detail
-
-
 def _number(value: float | None, digits: int = 0, suffix: str = "") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
@@ -353,13 +83,13 @@ def write(results: Mapping, out: Path) -> None:
 
 
 def markdown(results: Mapping) -> list[str]:
-    rows, settings, host = _rows(results), results["settings"], results.get("host", {})
+    rows, settings, host = keyed(results), results["settings"], results.get("host", {})
     lengths, machine = settings["lengths"], results["machine"]
     peak = results["matmul_peak_flops"]
     text = [
         "# jaxenc encoders side by side",
         "",
-        f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')}, in "
+        f"Made by `{results['command']}`{_on_date(results)}, in "
         f"{results['wall_s'] / 60:.1f} min. Batch {settings['batch']}, lengths "
         f"{', '.join(map(str, lengths))}, {settings['repeats']} timed repeats after a warm-up "
         f"(fewer where a step would exceed --budget_s {settings['budget_s']:g} s), "
@@ -408,7 +138,7 @@ def markdown(results: Mapping) -> list[str]:
         for model in models:
             cells = [model]
             for length in lengths:
-                row = rows.get((_line(results, model, length), length))
+                row = rows.get((line_label(results, model, length), length))
                 value = row[kind].get(field) if row and row.get(kind) else None
                 cells.append(_cell(row, value, digits))
             body.append(cells)
@@ -473,8 +203,14 @@ def _kernels(step: Mapping | None) -> str:
     return ("" if step["kernels_exact"] else "≥") + _number(step["kernels"])
 
 
+def _on_date(results: Mapping) -> str:
+    """" on YYYY-MM-DD", the day the run measured (results.json's date; "" where it has none)."""
+    return f" on {results['date']}" if results.get("date") else ""
+
+
 def _bound_ms(step: Mapping | None) -> str:
-    return _number(step and step.get("h100_bound_s") and 1e3 * step["h100_bound_s"], 3)
+    bound = (step or {}).get("h100_bound_s")
+    return _number(bound and 1e3 * bound, 3)
 
 
 def _flops_mark(row: Mapping, step: Mapping) -> str:
@@ -507,11 +243,11 @@ def kernel_markdown(results: Mapping) -> list[str]:
     failed = [row for row in results["rows"] if not row.get("train")]
     return [
         "# jaxenc train-step kernels", "",
-        f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')}, in "
+        f"Made by `{results['command']}`{_on_date(results)}, in "
         f"{results['wall_s'] / 60:.1f} min: batch {settings['batch']}, lengths "
         f"{', '.join(map(str, settings['lengths']))}, dtype {settings['dtype']}"
         f"{', TINY widths' if settings['tiny'] else ', paper widths'}, the GPU loop settings "
-        "(bench.run.loop_settings('gpu')); compiled, not run, by jax "
+        "(bench.plan.loop_settings('gpu')); compiled, not run, by jax "
         f"{machine['jax']} on {machine['backend']} ({machine['cpu_model']}).", "",
         KERNEL_NOTE, "", *kernel_table(results),
         *(["Not compiled:", ""] + [f"- {row['variant']} L={row['length']}: {row['status']}, "
@@ -535,7 +271,7 @@ def _load(load: Sequence[float] | None) -> str:
 def _ratio_sections(results: Mapping) -> list[str]:
     ratios, text = results["ratios"], []
     text += ["## Implementations side by side", "",
-             "Every choice of a model's implementation axis (data: bench.run.AXES, read from the "
+             "Every choice of a model's implementation axis (data: bench.plan.AXES, read from the "
              "model's own choices) against its base choice, same batches: memory = base peak / "
              "this peak (temp in brackets), speed-up = base time / this time.", ""]
     text += _table(["model", "choice (vs base)", "L", "peak MiB", "memory vs base",
@@ -620,69 +356,6 @@ def _host_section(host: Mapping) -> list[str]:
                     for name, row in data["waste"].items()))
     rate, detail = host_rate(host)
     return text + [f"Per-sentence host work with gold trees: {detail}.", ""]
-
-
-def plot(results: Mapping, out: Path) -> None:
-    """throughput.png (train and encode sentences/s) and memory.png (train-step peak MiB) vs
-    length, one line per model; dashed: the other implementations of a model."""
-    import matplotlib  # only the plots need it
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows, lengths = _rows(results), results["settings"]["lengths"]
-    colors = {model: f"C{index % 10}" for index, model in enumerate(results["lines"])}
-
-    def series(label_of, kind: str, field: str):
-        points = [(length, rows.get((label_of(length), length))) for length in lengths]
-        return ([length for length, row in points if row and row.get(kind)
-                 and field in row[kind]],
-                [row[kind][field] for _, row in points if row and row.get(kind)
-                 and field in row[kind]])
-
-    figure, axes = plt.subplots(1, 2, figsize=(13, 5))
-    for axis, kind in zip(axes, STEPS, strict=True):
-        for model in results["lines"]:
-            x, y = series(lambda length, m=model: _line(results, m, length), kind,
-                          "sentences_per_s")
-            if x:
-                axis.plot(x, y, "o-", color=colors[model], label=model)
-        _decorate(axis, f"{kind} throughput, batch {results['settings']['batch']}",
-                  "sentences / s", lengths)
-    axes[0].legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(out / "throughput.png", dpi=110)
-    plt.close(figure)
-
-    figure, axis = plt.subplots(figsize=(8, 5.5))
-    for model in results["lines"]:
-        x, y = series(lambda length, m=model: _line(results, m, length), "train", "peak_mib")
-        if x:
-            axis.plot(x, y, "o-", color=colors[model], label=model)
-        spec = results["axes"].get(model)
-        for choice in spec["choices"] if spec else ():
-            label = axis_label(model, spec["field"], choice)
-            if label in {_line(results, model, length) for length in lengths}:
-                continue
-            x, y = series(lambda length, lab=label: lab, "train", "peak_mib")
-            if x:
-                axis.plot(x, y, "o--", color=colors[model], alpha=0.6,
-                          label=f"{model} {spec['field']}={choice}")
-    _decorate(axis, "train-step peak memory (compiled)", "MiB", lengths)
-    axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(out / "memory.png", dpi=110)
-    plt.close(figure)
-
-
-def _decorate(axis, title: str, ylabel: str, lengths: Sequence[int]) -> None:
-    axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
-    axis.set_xticks(lengths, [str(length) for length in lengths])
-    axis.set_xlabel("sentence length (tokens)")
-    axis.set_ylabel(ylabel)
-    axis.set_title(title)
-    axis.grid(True, which="both", alpha=0.3)
 
 
 @cli.reports_errors

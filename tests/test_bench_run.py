@@ -10,7 +10,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from bench import kernels, report, run
+from bench import kernels, run
+from bench.goals import MET, NOT_MET, goals
+from bench.host_rates import packing_plan_rate
+from bench.plan import Variant, loop_settings, plan_variants, with_loop_settings
+from bench.rows import DISAN_BLOCKED_32BIT, axis_label
 from jaxenc.layers import multidim_attention
 from jaxenc.layers.multidim_attention import resolve_impl
 from jaxenc.models.registry import build_encoder
@@ -60,16 +64,16 @@ def test_bench_run_writes_results_report_and_plots(tmp_path):
 def test_the_attention_loops_are_set_for_the_backend():
     """One example / phrase per loop step on a CPU, the whole batch / class on accelerators;
     a width preset's own value wins, and every variant's config carries them."""
-    assert run.loop_settings("cpu") == {"disan": {"examples_per_step": 1},
-                                        "psan": {"packed_chunk": 1, "examples_per_step": 1}}
-    assert run.loop_settings("gpu") == {"disan": {"examples_per_step": 0},
-                                        "psan": {"packed_chunk": 0, "examples_per_step": 0}}
-    widths = run.with_loop_settings({"psan": {"model_dim": 8, "packed_chunk": 4}}, "tpu")
+    assert loop_settings("cpu") == {"disan": {"examples_per_step": 1},
+                                    "psan": {"packed_chunk": 1, "examples_per_step": 1}}
+    assert loop_settings("gpu") == {"disan": {"examples_per_step": 0},
+                                    "psan": {"packed_chunk": 0, "examples_per_step": 0}}
+    widths = with_loop_settings({"psan": {"model_dim": 8, "packed_chunk": 4}}, "tpu")
     assert widths["psan"] == {"model_dim": 8, "packed_chunk": 4, "examples_per_step": 0}
     assert widths["disan"] == {"examples_per_step": 0}
-    plan = run.plan_variants(["disan", "psan"], ("float32",), run.with_loop_settings({}, "gpu"))
+    plan = plan_variants(["disan", "psan"], ("float32",), with_loop_settings({}, "gpu"))
     for variant in plan.variants:
-        config = variant.config(run.with_loop_settings({}, "gpu"))
+        config = variant.config(with_loop_settings({}, "gpu"))
         if variant.model == "psan":
             assert config.packed_chunk == config.examples_per_step == 0
         if variant.model == "disan":
@@ -88,17 +92,17 @@ def test_disan_preset_line_is_the_kernel_the_model_computes(length, monkeypatch)
 
     monkeypatch.setattr(multidim_attention, "resolve_impl", recording)
     widths = {"disan": dict(embed_dim=6, hidden=4)}
-    model = build_encoder(run.Variant("disan", "disan").config(widths), 11)
+    model = build_encoder(Variant("disan", "disan").config(widths), 11)
     batch = {"tokens": jnp.ones((2, length), jnp.int32), "lengths": jnp.full((2,), length)}
     jax.eval_shape(lambda: model.init(jax.random.key(0), batch, train=False))
-    plan = run.plan_variants(["disan"], ("float32",), widths)
+    plan = plan_variants(["disan"], ("float32",), widths)
     assert set(picked) == {"dense" if length < 16 else "directional"}
-    assert plan.lines["disan"](length) == report.axis_label("disan", "attention_impl", picked[0])
+    assert plan.lines["disan"](length) == axis_label("disan", "attention_impl", picked[0])
 
 
 def _speed_results(times_ms: dict[str, float]) -> dict:
     """A results dict with DiSAN rows at L=64 and 128: `times_ms` maps an attention_impl label
-    (or report.DISAN_BLOCKED_32BIT) to its train step time, the same at both lengths."""
+    (or DISAN_BLOCKED_32BIT) to its train step time, the same at both lengths."""
     rows = [dict(variant=label, length=length,
                  train=dict(wall_s=ms / 1e3, peak_mib=100.0, temp_mib=50.0, recompiles=0))
             for label, ms in times_ms.items() for length in (64, 128)]
@@ -108,7 +112,7 @@ def _speed_results(times_ms: dict[str, float]) -> dict:
 
 
 def _speed_goal(results: dict) -> dict:
-    [goal] = [goal for goal in report.goals(results)
+    [goal] = [goal for goal in goals(results)
               if goal["goal"].startswith("DiSAN directional: train step")]
     return goal
 
@@ -116,20 +120,20 @@ def _speed_goal(results: dict) -> dict:
 def test_disan_speed_goal_compares_with_blocked_at_32bit_dropout():
     """The plan times DiSAN's blocked step with 32-bit dropout beside the axis; the goal row
     takes it as the reference, and falls back to blocked at the default dropout without it."""
-    plan = run.plan_variants(["disan"], ("float32",), {})
-    [found] = [variant for variant in plan.variants if variant.label == report.DISAN_BLOCKED_32BIT]
+    plan = plan_variants(["disan"], ("float32",), {})
+    [found] = [variant for variant in plan.variants if variant.label == DISAN_BLOCKED_32BIT]
     config = found.config({})
     assert (config.attention_impl, config.dropout_bits) == ("blocked", 32)
-    label = lambda impl: report.axis_label("disan", "attention_impl", impl)
+    label = lambda impl: axis_label("disan", "attention_impl", impl)
     times = {label("dense"): 2000.0, label("blocked"): 900.0, label("directional"): 500.0}
-    goal = _speed_goal(_speed_results({**times, report.DISAN_BLOCKED_32BIT: 1000.0}))
+    goal = _speed_goal(_speed_results({**times, DISAN_BLOCKED_32BIT: 1000.0}))
     assert "with 32-bit dropout masks" in goal["goal"]
-    assert goal["measured"] == "L=64: 2.00x; L=128: 2.00x" and goal["verdict"] == report.MET
+    assert goal["measured"] == "L=64: 2.00x; L=128: 2.00x" and goal["verdict"] == MET
     goal = _speed_goal(_speed_results(times))
     assert "with 32-bit dropout masks" not in goal["goal"]
-    assert goal["measured"] == "L=64: 1.80x; L=128: 1.80x" and goal["verdict"] == report.MET
-    goal = _speed_goal(_speed_results({**times, report.DISAN_BLOCKED_32BIT: 800.0}))
-    assert goal["verdict"] == report.NOT_MET
+    assert goal["measured"] == "L=64: 1.80x; L=128: 1.80x" and goal["verdict"] == MET
+    goal = _speed_goal(_speed_results({**times, DISAN_BLOCKED_32BIT: 800.0}))
+    assert goal["verdict"] == NOT_MET
 
 
 def test_the_host_section_measures_psans_packing_plan(data_root):
@@ -137,7 +141,7 @@ def test_the_host_section_measures_psans_packing_plan(data_root):
     elements between the data's own bound and dense."""
     from bench import bench_packing
 
-    packing = run.packing_plan_rate(bench_packing.sst_features(data_root)[:512])
+    packing = packing_plan_rate(bench_packing.sst_features(data_root)[:512])
     assert _positive(packing["sentences_per_s"])
     assert 0 < packing["bound"] <= packing["packed"] < 1
 
