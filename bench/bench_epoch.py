@@ -2,7 +2,7 @@
 side in one run: the Dependency-Transformer paper's Table 2 (one SICK-E epoch: DT 57 s training,
 < 1 s testing; Tree-LSTM 282 s / 8 s, PyTorch on a Quadro RTX 5000).
 
-Each model is built exactly as training builds it (`jaxenc.training.loop.prepare`: the paper
+Each model is built exactly as training builds it (`jaxenc.training.preparation.prepare`: the paper
 config, spaCy parses, buckets, the task head and optimiser) from `--models` (label=config spec,
 as `python -m train.main --config` takes it); all use the same `--batch` and random word vectors
 of the config's width (the word-vector file changes nothing that is timed). The epoch's batches
@@ -31,7 +31,7 @@ import jax
 from bench.common import time_in_turns
 from jaxenc import cli
 from jaxenc.errors import ConfigError
-from jaxenc.training import input_pipeline, loop
+from jaxenc.training import input_pipeline, preparation
 from jaxenc.training.measure import roles
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
@@ -87,7 +87,7 @@ def build(label: str, config, workdir: Path, parse_cache: Path, mesh) -> dict:
     """The model's epoch and test pass as zero-argument callables, and its numbers."""
     workdir.mkdir(parents=True)
     (workdir / "parse_cache").symlink_to(parse_cache)
-    setup = loop.prepare(config, workdir, mesh, input_pipeline.load_splits(config))
+    setup = preparation.prepare(config, workdir, mesh, input_pipeline.load_splits(config))
     train_step = make_train_step(setup.model, setup.task, setup.tx, mesh)
     train_batches = [shard_batch(b, mesh) for b in setup.batchers["train"].epoch(0)]
     test_batches = [shard_batch(b, mesh) for b in setup.batchers["test"].epoch(0)]
@@ -106,7 +106,7 @@ def build(label: str, config, workdir: Path, parse_cache: Path, mesh) -> dict:
     def test():
         return [setup.eval_step(holder["state"].params, batch) for batch in test_batches]
 
-    _, outside = loop.count_params(setup.state.params)
+    _, outside = preparation.count_params(setup.state.params)
     test_sentences = sum(int((batch["weight"] > 0).sum()) * len(roles(batch))
                          for batch in setup.batchers["test"].epoch(0))
     return dict(label=label, epoch=epoch, test=test, steps=len(train_batches),

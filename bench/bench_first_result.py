@@ -55,7 +55,7 @@ OLD_HEADER = re.compile(r"Time to first result: (\d+) steps, dev every (\d+), .*
 def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, data_dir: str,
           corpus_file: str) -> dict:
     """One run in this process; its time split (seconds) and compile counts."""
-    from jaxenc.training import compilation, input_pipeline, loop
+    from jaxenc.training import compilation, input_pipeline, loop, preparation
     from train.configs import base
 
     started = time.perf_counter()
@@ -66,7 +66,7 @@ def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, dat
         config.model.embed_dim = 50
     config.train.update(dict(num_steps=steps, eval_every=eval_every, progress_bar=False,
                              compilation_cache=cache))
-    data_s, prepare = 0.0, loop.prepare
+    data_s, prepare = 0.0, preparation.prepare
 
     def timed_prepare(*args, **kwargs):
         nonlocal data_s
@@ -77,7 +77,7 @@ def child(model: str, workdir: str, cache: str, steps: int, eval_every: int, dat
         data_s += time.perf_counter() - start - jax_s
         return setup
 
-    loop.prepare = timed_prepare
+    preparation.prepare = timed_prepare
     with compilation.CompileRecorder() as recorder:
         start = time.perf_counter()
         splits = input_pipeline.load_splits(config)

@@ -37,7 +37,7 @@ import jax  # noqa: E402
 
 from bench.common import parse_ints, timed  # noqa: E402
 from jaxenc import cli  # noqa: E402
-from jaxenc.training import input_pipeline, loop  # noqa: E402
+from jaxenc.training import input_pipeline, preparation  # noqa: E402
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch  # noqa: E402
 from jaxenc.training.state import create_train_state  # noqa: E402
 from jaxenc.training.steps import make_train_step  # noqa: E402
@@ -75,7 +75,8 @@ def benchmark(name: str, args) -> list[dict]:
     """Rows (devices, ms, cpu_ms, examples/s, loss) of `name` on every device count."""
     config = model_config(name, args.width, args.batch, args.length)
     with tempfile.TemporaryDirectory() as workdir:
-        setup = loop.prepare(config, Path(workdir), make_mesh(), input_pipeline.load_splits(config))
+        setup = preparation.prepare(config, Path(workdir), make_mesh(),
+                                    input_pipeline.load_splits(config))
     batches = list(itertools.islice(setup.batchers["train"].epoch(0), args.steps))
     params = jax.device_get(setup.state.params)
     runs = {}

@@ -13,13 +13,13 @@ from jaxenc import __version__, cli
 
 def verify(argv: list[str]) -> str:
     """`python -m jaxenc verify OUT`: see --help. Returns the manifest's digest."""
-    from jaxenc import standalone
+    from jaxenc.export_format import MANIFEST_FILE
 
     parser = argparse.ArgumentParser(
         prog="python -m jaxenc verify",
         description="Check an export folder as both readers do before reading it: no symbolic "
         "links, no manifest entry leaving the folder, every file listed in "
-        f"{standalone.MANIFEST_FILE} and every listed file of its size and SHA-256, format.json's "
+        f"{MANIFEST_FILE} and every listed file of its size and SHA-256, format.json's "
         "version, fields, caps and paths, and the headers of the arrays it names (shapes, "
         "dtypes, uncompressed members; the values are read by the readers). When all "
         "match, print the SHA-256 of the manifest file, as sha256sum prints it (digest, two "
@@ -35,10 +35,11 @@ def verify(argv: list[str]) -> str:
 
 @cli.reports_errors
 def _verify(args: argparse.Namespace) -> str:
-    from jaxenc import standalone
+    from jaxenc import export_checks
+    from jaxenc.export_format import MANIFEST_FILE
 
-    digest = standalone.verify(args.out, args.sha256).sha256
-    print(f"{digest}  {Path(args.out) / standalone.MANIFEST_FILE}")
+    digest = export_checks.verify(args.out, args.sha256).sha256
+    print(f"{digest}  {Path(args.out) / MANIFEST_FILE}")
     return digest
 
 

@@ -25,35 +25,13 @@ evaluated on. Structures come from the run's parser. A model trained on gold tre
 (strings, token lists) with `text_parser` (spaCy by default: other trees than the gold ones, so
 other vectors than a record with its gold tree would get).
 
-Batches: the training buckets (`buckets`: data.max_length, data.bucket_step), extended by further
-multiples of the step for longer sentences, as the evaluation batches are. A batch holds at most
-`batch_size` rows and `token_budget` tokens (rows x bucket length; default: `batch_size` x the
-largest training bucket; a batch of one row may be longer, up to `max_length`): a bucket of
-length L has `rows_per_batch(L, batch_size)` rows, `batch_size` where batch_size x L fits the
-budget, else the largest power of two <= budget // L (at least 1). So every training bucket has
-`batch_size` rows (the shapes of an export's functions and of training's evaluation batches) and
-a longer bucket fewer. The last batch of a bucket longer than the training buckets has the
-smallest power of two rows that holds its sentences, so a lone long sentence runs alone: one
-shape per training bucket, at most log2(rows) + 1 per longer bucket, each compiled once. Rows are
-independent, so a sentence's vector does not depend on its batch. `encode` runs on one device
-(the batch is not sharded).
-
-Long sentences: a sentence longer than `max_length` tokens (the model's prefix tokens included;
-default DEFAULT_MAX_LENGTH = 512) follows `long_sentences`: "truncate" (default) keeps its first
-`max_length` tokens, with one warning per call counting the sentences cut; "error" raises a
-one-line DataError naming the longest one and the fix. No model has a hard length limit of its
-own (positions past a learned position table reuse its last row; `encode` compiles buckets longer
-than an export's functions), but the attention scores and relation arrays of most encoders are
-[L, L] per row: `max_length` bounds a batch's memory whatever the input, with the token budget.
-512 tokens leaves the sentences of the evaluation datasets whole (the longest have about 120
-words). A cut sentence keeps its first words and loses its gold trees (they span the whole
-sentence): a model with structure fields parses the kept words (`text_parser` for a model trained
-on gold trees).
-
-PSAN's phrase packing plan uses the "worst" capacities (jaxenc.data.packing): its shapes depend on
-the batch shape only, so each shape compiles once and matches the exported functions. Sentences
-without tokens (an empty string; every word dropped under data.oov="drop") are in no batch and
-encode to zeros, also with `normalize_embeddings`; nothing is ever nan.
+Batches and long sentences (`jaxenc.encode_batching`): a batch holds at most `batch_size` rows
+and `token_budget` tokens, so every training bucket has `batch_size` rows (the shapes of an
+export's functions) and a longer bucket fewer; a sentence over `max_length` tokens (default
+DEFAULT_MAX_LENGTH = 512) is cut to its first ones with a warning or refused (`long_sentences`).
+`encode` runs on one device (the batch is not sharded). Sentences without tokens (an empty
+string; every word dropped under data.oov="drop") are in no batch and encode to zeros, also with
+`normalize_embeddings`; nothing is ever nan.
 """
 
 from __future__ import annotations
@@ -63,9 +41,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-import logging
 import os
-import textwrap
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,27 +50,23 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxenc import prediction
-from jaxenc.data.batching import Batcher, bucket_lengths, bucket_of, sentence_fields
+from jaxenc import encode_batching, prediction
+from jaxenc.data.batching import bucket_lengths
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.errors import ConfigError, DataError
+from jaxenc.encode_batching import INDEX, ROLE, Batch
+from jaxenc.errors import ConfigError
 from jaxenc.records import Example, Sentence
 from jaxenc.structures import parsers
 from jaxenc.text_io import TOKENIZERS
 
-Batch = dict[str, np.ndarray]
 SentenceLike = str | Sequence[str] | Sentence
 
-INDEX = "index"  # a batch's int32[B]: each row's position in the input, -1 for filler rows
-ROLE = "sentence"  # the featurizer's role of a single sentence
 DEFAULT_BATCH_SIZE = 64
-DEFAULT_MAX_LENGTH = 512  # tokens of a sentence, prefix tokens included (module doc)
+DEFAULT_MAX_LENGTH = 512  # tokens of a sentence, prefix tokens included (encode_batching)
 LONG_SENTENCES = ("truncate", "error")  # the policies for a sentence over max_length
 # A one-word sentence with both gold trees: the shapes of a bucket without parsing anything.
 _PROBE = Sentence(tokens=("probe",), text="probe", tree="(S (NN probe))", heads=(0,),
                   deprels=("root",))
-
-log = logging.getLogger(__name__)
 
 
 def short_digest(*parts: object) -> str:
@@ -168,7 +140,7 @@ class Encoder:
       parse_cache_dir: where parser outputs are cached (None: not cached).
       dim: D, the size of a sentence vector, when known (else computed when needed).
       name: identifies the encoder and its weights (the transfer evaluation's cache key).
-      max_length: the most tokens of a sentence encoded, prefix tokens included (module doc).
+      max_length: the most tokens of a sentence encoded, prefix tokens included (encode_batching).
       long_sentences: "truncate" a longer sentence to its first `max_length` tokens (one
         warning per call) or raise an "error" naming it.
       token_budget: the most tokens (rows x bucket length) of a batch; None: `batch_size` x the
@@ -302,8 +274,10 @@ class Encoder:
         """Per sentence, its fields at natural length as the training featurizer computes them
         (`tokens` int32[n] with the prefix tokens first, n <= max_length, structure arrays such
         as `segments` int32[T, n]), or None for a sentence without tokens (it encodes to zeros).
-        A sentence over `max_length` tokens is cut or refused (`long_sentences`, module doc)."""
-        sentences = self._within_max_length(self.sentences(items))
+        A sentence over `max_length` tokens is cut or refused (`long_sentences`,
+        encode_batching)."""
+        sentences = encode_batching.within_max_length(
+            self.sentences(items), self.max_length, len(self.prefix_tokens), self.long_sentences)
         self.expand_vocabulary(token for sentence in sentences for token in sentence.tokens)
         by_parser = collections.defaultdict(list)
         for index, sentence in enumerate(sentences):
@@ -326,7 +300,7 @@ class Encoder:
         """The batches `encode` runs: dicts of numpy arrays `tokens` int32[B, L], `lengths`
         int32[B], the structure fields padded to L (e.g. `relations` int32[B, L, L]) and
         `index` int32[B] (each row's position in `items`, -1 for filler rows); L is a bucket
-        length and B <= `rows_per_batch(L, batch_size)` (module doc: B = batch_size in the
+        length and B <= `rows_per_batch(L, batch_size)` (encode_batching: B = batch_size in the
         training buckets, the shapes of an export's functions). Sentences without tokens are in
         no batch."""
         return list(self._batches(self.features(items), batch_size)[1])
@@ -338,19 +312,17 @@ class Encoder:
         (probe,) = self._featurizer("gold").many([Example(sentences=(_PROBE,), label=0)])
         fields = {key.split("/", 1)[1]: value for key, value in probe.items()
                   if key.startswith(ROLE + "/")}
-        return next(self._assemble([fields], np.zeros(1, np.int64), length, batch_size))
+        return next(encode_batching.assemble([fields], np.zeros(1, np.int64), length,
+                                             batch_size, self._packing))
 
     def rows_per_batch(self, length: int, batch_size: int) -> int:
         """The rows of a full batch of bucket `length`: `batch_size` where batch_size x length
         fits the token budget, else the largest power of two <= budget // length, at least 1."""
-        budget = self.token_budget or batch_size * self.buckets[-1]
-        fitting = budget // length
-        return batch_size if fitting >= batch_size else 1 << max(fitting.bit_length() - 1, 0)
+        return encode_batching.rows_per_batch(length, batch_size, self._budget(batch_size))
 
     def bucket_lengths(self, longest: int) -> tuple[int, ...]:
         """The training buckets, then multiples of the step up to one holding `longest`."""
-        extra = bucket_lengths(max(longest, 1), self.bucket_step)
-        return self.buckets + tuple(length for length in extra if length > self.buckets[-1])
+        return encode_batching.bucket_lengths(self.buckets, self.bucket_step, longest)
 
     def expand_vocabulary(self, words: Iterable[str]) -> None:
         """With the run's data.expand_vocabulary: adds the `words` that have a vector in its
@@ -372,13 +344,13 @@ class Encoder:
                normalize_embeddings: bool = False) -> np.ndarray:
         """float32[N, D] sentence vectors, row i for sentences[i] (float32[D] for a single
         string or Sentence). Batches hold at most `batch_size` rows and `token_budget` tokens (or
-        one row); a sentence over `max_length` tokens is cut or refused (`long_sentences`; module
-        doc).
+        one row); a sentence over `max_length` tokens is cut or refused (`long_sentences`;
+        encode_batching).
 
         Args:
           sentences: strings, token lists or Sentences (module doc); an empty list gives [0, D].
           batch_size: the most rows of a batch; with the token budget it sets each bucket's
-            rows (`rows_per_batch`, module doc: one compilation per batch shape).
+            rows (`rows_per_batch`, encode_batching: one compilation per batch shape).
           show_progress_bar: None: on a terminal only; the same for the parser's bar (from
             `parsers.PROGRESS_MIN_SENTENCES` sentences on).
           normalize_embeddings: unit L2 norm (a zero vector stays zero).
@@ -466,76 +438,17 @@ class Encoder:
             lowercase_fallback=self.lowercase_fallback, relation_vocab=self.relation_vocab,
             parse_cache_dir=self.parse_cache_dir, keep_empty=True)
 
-    def _within_max_length(self, sentences: Sequence[Sentence]) -> list[Sentence]:
-        """`sentences`, those over `max_length` tokens (prefix tokens included) cut to their first
-        words (without their gold trees) under long_sentences="truncate", with one warning
-        counting them; DataError naming the longest under "error"."""
-        prefix = len(self.prefix_tokens)
-        words = self.max_length - prefix
-        over = [index for index, sentence in enumerate(sentences) if len(sentence.tokens) > words]
-        if not over:
-            return list(sentences)
-        longest = max(over, key=lambda index: len(sentences[index].tokens))
-        text = textwrap.shorten(" ".join(sentences[longest].tokens), width=50, placeholder=" ...")
-        what = f"sentence {longest} ({text!r}, {prefix + len(sentences[longest].tokens)} tokens)"
-        if self.long_sentences == "error":
-            raise DataError(
-                f"{what} is longer than max_length {self.max_length}; {len(over)} of "
-                f"{len(sentences)} sentences are", fix=f"pass long_sentences='truncate' "
-                f"(eval.transfer: --long_sentences truncate) to keep their first "
-                f"{self.max_length} tokens, a larger max_length, or shorter sentences")
-        log.warning("truncated %d of %d sentences to their first max_length=%d tokens, the "
-                    "longest being %s (long_sentences='error' refuses them instead)",
-                    len(over), len(sentences), self.max_length, what)
-        cut = set(over)
-        return [Sentence(tokens=sentence.tokens[:words], text=" ".join(sentence.tokens[:words]))
-                if index in cut else sentence for index, sentence in enumerate(sentences)]
+    def _budget(self, batch_size: int) -> int:
+        """The most tokens of a batch: `token_budget`, else batch_size x the largest training
+        bucket."""
+        return self.token_budget or batch_size * self.buckets[-1]
 
     def _batches(self, features: Sequence[dict[str, np.ndarray] | None], batch_size: int
                  ) -> tuple[int, Iterator[Batch]]:
-        """(number of batches, the batches) of the features that are not None, bucket by bucket
-        in input order, `rows_per_batch` rows each; the last batch of a bucket longer than the
-        training buckets has the smallest power of two rows holding what is left (module doc)."""
-        kept = np.array([i for i, fields in enumerate(features) if fields is not None], np.int64)
-        if not kept.size:
-            return 0, iter(())
-        lengths = np.array([len(features[i]["tokens"]) for i in kept])
-        buckets = self.bucket_lengths(int(lengths.max()))
-        bucket = bucket_of(lengths, buckets)
-        groups = []  # (bucket length, rows, positions in `kept`)
-        for index in np.unique(bucket):
-            length, members = buckets[index], np.flatnonzero(bucket == index)
-            rows = self.rows_per_batch(length, batch_size)
-            full = len(members) - len(members) % rows
-            if length > self.buckets[-1] and full < len(members):
-                left = len(members) - full
-                groups += [(length, rows, members[:full]),
-                           (length, min(rows, 1 << (left - 1).bit_length()), members[full:])]
-            else:
-                groups.append((length, rows, members))
-        groups = [group for group in groups if group[2].size]
-
-        def batches() -> Iterator[Batch]:
-            for length, rows, members in groups:
-                yield from self._assemble([features[i] for i in kept[members]], kept[members],
-                                          length, rows)
-
-        return sum(-(-len(members) // rows) for _, rows, members in groups), batches()
-
-    def _assemble(self, features: Sequence[dict[str, np.ndarray]], positions: np.ndarray,
-                  length: int, rows: int) -> Iterator[Batch]:
-        """Batches [rows, length] of `features` (all at most `length` tokens), in order; `index`
-        holds `positions` (int64[n], each feature's position in the input), -1 for filler."""
-        batcher = Batcher([{f"{ROLE}/{key}": value for key, value in fields.items()}
-                           for fields in features], batch_size=rows, buckets=(length,),
-                          shuffle=False, packing=self._packing)
-        for batch in batcher.epoch(0):
-            fields = sentence_fields(batch, ROLE)
-            real = batch["index"] >= 0
-            fields[INDEX] = np.where(real, positions[np.where(real, batch["index"], 0)],
-                                     -1).astype(np.int32)
-            yield fields
-
+        """(number of batches, the batches) of the features that are not None
+        (`encode_batching.batches`)."""
+        return encode_batching.batches(features, batch_size, self.buckets, self.bucket_step,
+                                       self._budget(batch_size), self._packing)
 
 
 def workdir_arguments(workdir: str | os.PathLike) -> dict[str, Any]:
@@ -547,7 +460,8 @@ def workdir_arguments(workdir: str | os.PathLike) -> dict[str, Any]:
     from jaxenc.data.featurize import RELATIONS_FILE
     from jaxenc.data.registry import DATASETS
     from jaxenc.structures.relations import RelationVocabulary
-    from jaxenc.training.checkpointing import BEST_DIR, load_trained_model, saved_dataset
+    from jaxenc.training.checkpointing import load_trained_model
+    from jaxenc.training.run_files import BEST_DIR, saved_dataset
 
     workdir = Path(workdir)
     _, model_params, vocab, config = load_trained_model(workdir)

@@ -33,7 +33,7 @@ next `export` or `load` of OUT finishes the replacement with a one-line warning 
 write the operating system refuses (a full disk, a read-only folder) is one WriteError line.
 
 It holds data only, no code: `load` reads it with jaxenc, `jaxenc.standalone.load` with jax and
-numpy alone. Both check it first as `python -m jaxenc verify OUT` does (`standalone.check`:
+numpy alone. Both check it first as `python -m jaxenc verify OUT` does (`export_checks.check`:
 links, paths, the manifest, format.json's fields and caps, the array headers), and `load` also
 checks every array's shape and dtype against the parameters its model config gives (computed
 with `jax.eval_shape`, nothing allocated) before reading it. Both take `sha256=`, the manifest's
@@ -58,17 +58,20 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxenc import __version__, cli, files, prediction, standalone
+from jaxenc import __version__, cli, export_arrays, export_checks, files, prediction
 from jaxenc.data.vocab import Vocabulary
-from jaxenc.encoding import DEFAULT_MAX_LENGTH, INDEX, Encoder
+from jaxenc.encode_batching import INDEX
+from jaxenc.encoding import DEFAULT_MAX_LENGTH, Encoder
 from jaxenc.errors import ConfigError, WriteError
-from jaxenc.standalone import (
+from jaxenc.export_format import (
     FORMAT_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
     PARAMS_NPZ,
+    RECOPY,
     SEPARATOR,
     ExportError,
+    unflatten,
 )
 from jaxenc.structures.relations import RelationVocabulary
 from jaxenc.text_io import TOKENIZERS
@@ -78,7 +81,6 @@ VOCAB_FILE, FOUND_FILE, RELATIONS_FILE = "vocab.txt", "found.npy", "relations.js
 HEAD_FILE = "head.npz"
 PARAMS_DIR, FUNCTIONS_DIR = "params", "functions"
 TRAINING_CONFIG_FILE = "training_config.json"
-_RECOPY = "copy the export again from its source, or export the training run again"
 # errno -> the fix offered when writing an export fails with it (others: "check the disk ...")
 _WRITE_FIXES = {errno.ENOSPC: "free disk space there, or pass an OUT on a disk with room",
                 errno.EDQUOT: "free disk space there (quota), or pass an OUT on a disk with room",
@@ -187,7 +189,7 @@ def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[
     """Which checkpoint of a run `export` (and `Encoder.from_workdir`) reads: {"step", "checkpoint"
     (its folder), "dev" (the dev metrics recorded at that step in metrics.jsonl, {} when the run
     has no such record)}. `config`: the run's config.json."""
-    from jaxenc.training import checkpointing, run_report
+    from jaxenc.training import checkpointing, run_files, run_report
 
     checkpoints = checkpointing.Checkpoints(workdir, keep=config["checkpoint"]["keep"],
                                             best_k=config["checkpoint"]["best_k"], repair=False)
@@ -199,7 +201,7 @@ def best_checkpoint(workdir: str | os.PathLike, config: dict[str, Any]) -> dict[
     dev = next((record for record in run_report.read_metrics(metrics, "dev")
                 if record["step"] == step), {}) if metrics.is_file() else {}
     return {"step": step,
-            "checkpoint": str((Path(workdir) / checkpointing.BEST_DIR / str(step)).resolve()),
+            "checkpoint": str((Path(workdir) / run_files.BEST_DIR / str(step)).resolve()),
             "dev": {key: value for key, value in dev.items() if key not in ("step", "split")}}
 
 
@@ -227,7 +229,7 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
     """The `Encoder` of an export folder, after checking every file and field.
 
     Nothing outside the folder is read, nothing the manifest does not vouch for and no array
-    before its header is checked (`jaxenc.standalone.check`, module doc): the word table must be
+    before its header is checked (`jaxenc.export_checks.check`, module doc): the word table must be
     float[vocabulary.size, d], every params.npz array of the shape and dtype the model config
     gives, every bucket at most `max_length`. A replacement of the export that was stopped is
     finished first (`recover`).
@@ -244,7 +246,7 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         sentence over max_length tokens (`jaxenc.encoding.Encoder`; the export's functions
         cover its buckets only, `encode` compiles longer ones).
 
-    Raises `standalone.ExportError` (a one-line DataError) for a folder that is no export, is
+    Raises `export_format.ExportError` (a one-line DataError) for a folder that is no export, is
     unsafe, malformed or of sizes beyond the checks above, whose files differ from its manifest,
     or whose manifest has another digest than `sha256` (for another format version an
     `ExportVersionError`, also a ConfigError); ConfigError for a malformed `sha256`.
@@ -252,7 +254,7 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
     folder = Path(path)
     recover(folder)
     read_description(folder)  # an export, of this version: before every file is hashed
-    manifest, description = standalone.check(folder, sha256)
+    manifest, description = export_checks.check(folder, sha256)
     vocabulary, structures = description["vocabulary"], description["structures"]
     source = folder / FORMAT_FILE
     if description["buckets"][-1] > max_length:
@@ -263,11 +265,12 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         folder / vocabulary["file"], lowercase=vocabulary["lowercase"]))
     if len(vocab) != vocabulary["size"]:
         raise ExportError(f"{len(vocab)} words, not format.json vocabulary.size "
-                          f"{vocabulary['size']}", path=folder / vocabulary["file"], fix=_RECOPY)
+                          f"{vocabulary['size']}", path=folder / vocabulary["file"], fix=RECOPY)
     found = None
     if vocabulary["found"]:
-        found = standalone.read_npy(standalone.read_listed(folder, manifest, vocabulary["found"]),
-                                    folder / vocabulary["found"], (len(vocab),), "b")
+        found = export_arrays.read_npy(
+            export_checks.read_listed(folder, manifest, vocabulary["found"]),
+            folder / vocabulary["found"], (len(vocab),), "b")
     relation_vocab = None
     if structures["relations"]:
         relation_vocab = _built(folder / structures["relations"], "structures.relations",
@@ -281,7 +284,7 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
         max_length=max_length, long_sentences=long_sentences, token_budget=token_budget)
     if tokenizer is None and description["tokenizer"] not in TOKENIZERS:
         raise ExportError(f"field tokenizer is {description['tokenizer']!r}, not one of "
-                          f"{', '.join(TOKENIZERS)}", path=source, fix=_RECOPY)
+                          f"{', '.join(TOKENIZERS)}", path=source, fix=RECOPY)
     from jaxenc.models.registry import structure_spec
 
     model = description["model"]
@@ -289,13 +292,13 @@ def load(path: str | os.PathLike, *, sha256: str | None = None, tokenizer: str |
     shell = Encoder(model, {}, vocab, **options)  # a ConfigError here names a load argument
     expected = _built(source, "model", lambda: _parameter_shapes(shell))
     npz = folder / description["params"]["npz"]
-    flat = standalone.read_npz(
-        standalone.read_listed(folder, manifest, description["params"]["npz"]), npz,
+    flat = export_arrays.read_npz(
+        export_checks.read_listed(folder, manifest, description["params"]["npz"]), npz,
         lambda headers: _check_shapes(headers, expected, npz, "model"))
     head = None
     if description.get("head"):
         head = _read_head(folder, manifest, description)
-    return Encoder(model, jax.device_put(standalone.unflatten(flat)), vocab, head=head,
+    return Encoder(model, jax.device_put(unflatten(flat)), vocab, head=head,
                    **options)
 
 
@@ -345,7 +348,7 @@ def _built(source: Path, field: str, build: Callable[[], Any]) -> Any:
     except Exception as error:  # untrusted input: any failure refuses it
         text = str(error).splitlines()[0][:200] if str(error) else ""
         raise ExportError(f"{field} cannot be used ({type(error).__name__}: {text})",
-                          path=source, fix=_RECOPY) from None
+                          path=source, fix=RECOPY) from None
 
 
 def _parameter_shapes(encoder: Encoder) -> dict[str, jax.ShapeDtypeStruct]:
@@ -360,7 +363,7 @@ def _parameter_shapes(encoder: Encoder) -> dict[str, jax.ShapeDtypeStruct]:
     return _flat_shapes(shapes["params"])
 
 
-def _check_shapes(headers: dict[str, standalone.ArrayHeader],
+def _check_shapes(headers: dict[str, export_arrays.ArrayHeader],
                   expected: dict[str, jax.ShapeDtypeStruct], path: Path, by: str) -> None:
     """Refuses array headers other than `expected` (keys, shapes, dtypes), naming the first."""
     given = {key: (header.shape, np.dtype(header.dtype.newbyteorder("=")))
@@ -371,10 +374,10 @@ def _check_shapes(headers: dict[str, standalone.ArrayHeader],
                      {key for key in given if given[key] != wanted[key]})[0]
         show = lambda entry: f"{entry[1]}{list(entry[0])}" if entry else "missing"
         raise ExportError(f"array {key!r} is {show(given.get(key))}, format.json {by} needs "
-                          f"{show(wanted.get(key))}", path=path, fix=_RECOPY)
+                          f"{show(wanted.get(key))}", path=path, fix=RECOPY)
 
 
-def _read_head(folder: Path, manifest: standalone.Manifest,
+def _read_head(folder: Path, manifest: export_checks.Manifest,
                description: dict[str, Any]) -> prediction.Head:
     """The task head of head.npz, its arrays checked against format.json "head" first."""
     source = folder / FORMAT_FILE
@@ -390,10 +393,10 @@ def _read_head(folder: Path, manifest: standalone.Manifest,
 
     expected = _built(source, "head", shapes)
     path = folder / description["head"]["file"]
-    flat = standalone.read_npz(
-        standalone.read_listed(folder, manifest, description["head"]["file"]), path,
+    flat = export_arrays.read_npz(
+        export_checks.read_listed(folder, manifest, description["head"]["file"]), path,
         lambda headers: _check_shapes(headers, expected, path, "head"))
-    return prediction.Head.from_description(description["head"], standalone.unflatten(flat))
+    return prediction.Head.from_description(description["head"], unflatten(flat))
 
 
 def is_export(path: str | os.PathLike) -> bool:
@@ -403,13 +406,13 @@ def is_export(path: str | os.PathLike) -> bool:
 
 def read_description(folder: Path) -> dict[str, Any]:
     """format.json of an export folder (a plain file, not a link), checked to be this format's
-    version (`standalone.ExportVersionError`, also a ConfigError); its fields are checked with
-    the whole export (`standalone.check`)."""
+    version (`export_format.ExportVersionError`, also a ConfigError); its fields are checked with
+    the whole export (`export_checks.check`)."""
     path = folder / FORMAT_FILE
     if not os.path.lexists(path):
         raise ExportError(f"not a jaxenc encoder export (no {FORMAT_FILE})", path=folder,
                           fix="pass a folder written by `python -m jaxenc export WORKDIR OUT`")
-    return standalone.parse_description(standalone.read_file(path), path)
+    return export_checks.parse_description(export_checks.read_file(path), path)
 
 
 def _check_arguments(out_dir: Path, batch_size: int, platforms: Sequence[str],
@@ -487,7 +490,7 @@ def _write_files(folder: Path, description: dict, encoder: Encoder, params: dict
 
 
 def _flat(params: dict) -> dict[str, np.ndarray]:
-    """{"a/b/c": leaf} of nested params (standalone.unflatten's inverse)."""
+    """{"a/b/c": leaf} of nested params (export_format.unflatten's inverse)."""
     return {key: np.asarray(leaf) for key, leaf in _flat_shapes(params).items()}
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from jaxenc.data import registry
 from jaxenc.encoding import Encoder
-from jaxenc.training.checkpointing import load_config
+from jaxenc.training.run_files import load_config
 from reports.run_files import REPO, RESULTS
 
 OUT = RESULTS / "encoders" / "geometry.md"

@@ -33,11 +33,11 @@ def split_sums(run_dir: Path, split: str) -> dict[str, int]:
 
 def collect(named_runs: dict[str, Path]) -> None:
     """Writes OUT/NAME.json for each run directory (module docstring)."""
-    from jaxenc.training import checkpointing
+    from jaxenc.training import run_files
 
     OUT.mkdir(exist_ok=True)
     for name, run_dir in named_runs.items():
-        models = {checkpointing.load_config(run_dir).model.name: run_dir}
+        models = {run_files.load_config(run_dir).model.name: run_dir}
         twin = run_dir / "baselines" / "transformer"
         if (twin / "config.json").is_file():
             models["transformer"] = twin

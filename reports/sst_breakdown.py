@@ -37,10 +37,10 @@ def sentence_facts(tokens: tuple[str, ...]) -> dict[str, int | bool]:
 
 def collect(run_dirs: list[Path], trained_again: bool = False) -> None:
     """Writes OUT/<run>.jsonl for each run directory (module docstring)."""
-    from jaxenc.training import checkpointing, input_pipeline, predict
+    from jaxenc.training import input_pipeline, predict, run_files
 
     for run_dir in run_dirs:
-        config = checkpointing.load_config(run_dir)
+        config = run_files.load_config(run_dir)
         if config.task.dataset not in OUT:
             raise SystemExit(f"{run_dir}: a {config.task.dataset} run, not SST-2 or SST-5 (fix: "
                              f"pass the directory of a run of {' or '.join(OUT)})")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import DataError
-from jaxenc.training import checkpointing, compare
+from jaxenc.training import compare, run_files
 from jaxenc.training.run_report import MetricsLog
 from train.configs import base
 
@@ -21,7 +21,7 @@ def _write_run(workdir, model, seed, dev_by_step, best_step, test_accuracy, **ov
         section, name = key.split(".")
         config[section][name] = value
     workdir.mkdir(parents=True)
-    (workdir / checkpointing.CONFIG_FILE).write_text(json.dumps(config.to_dict()))
+    (workdir / run_files.CONFIG_FILE).write_text(json.dumps(config.to_dict()))
     log = MetricsLog(workdir / "metrics.jsonl")
     for step, accuracy in dev_by_step.items():
         log.write(step, "train", {"loss": 1.0 / step})
@@ -56,9 +56,9 @@ def test_groups_by_config_and_averages_the_best_dev_step(tmp_path):
 
 def test_a_run_with_a_baseline_twin_groups_with_the_same_run_without_one(tmp_path):
     twin = _write_run(tmp_path / "twin", "disan", 0, {10: 0.80}, 10, 0.82)
-    config = json.loads((twin / checkpointing.CONFIG_FILE).read_text())
+    config = json.loads((twin / run_files.CONFIG_FILE).read_text())
     config["baselines"] = {"transformer": base.get_config("transformer,sick_e").model.to_dict()}
-    (twin / checkpointing.CONFIG_FILE).write_text(json.dumps(config))
+    (twin / run_files.CONFIG_FILE).write_text(json.dumps(config))
     solo = _write_run(tmp_path / "solo", "disan", 1, {10: 0.78}, 10, 0.80)
     other = _write_run(tmp_path / "other", "disan", 0, {10: 0.7}, 10, 0.7,
                        **{"model.keep_prob": 0.9})
@@ -92,17 +92,17 @@ def test_unfinished_and_foreign_directories_are_named(tmp_path, capsys):
 ])
 def test_a_config_without_model_or_dataset_is_named_in_one_line(tmp_path, capsys, saved, missing):
     run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
-    (run / checkpointing.CONFIG_FILE).write_text(json.dumps(saved))
+    (run / run_files.CONFIG_FILE).write_text(json.dumps(saved))
     with pytest.raises(SystemExit, match="2"):
         compare.main([str(run)])
     assert capsys.readouterr().err == (
-        f"error: {run / checkpointing.CONFIG_FILE}: lacks {missing}, which every train.main "
+        f"error: {run / run_files.CONFIG_FILE}: lacks {missing}, which every train.main "
         "config has (fix: give run directories written by python -m train.main)\n")
 
 
 def test_a_config_naming_an_unknown_model_names_the_file(tmp_path):
     run = _write_run(tmp_path / "run", "bag", 0, {10: 0.7}, 10, 0.75)
-    (run / checkpointing.CONFIG_FILE).write_text(json.dumps(
+    (run / run_files.CONFIG_FILE).write_text(json.dumps(
         {"model": {"name": "lstm"}, "task": {"dataset": "sick_e"}}))
     with pytest.raises(DataError, match=r"run/config.json: unknown model 'lstm'"):
         compare.read_run(run)
@@ -121,14 +121,14 @@ def test_a_run_named_twice_is_counted_once(tmp_path, capsys):
 
 
 def _write_main_job(root, baselines):
-    """A train.main workdir as loop.run leaves it: the top-level run (DiSAN) whose config.json
+    """A train.main workdir as experiment.run leaves it: the top-level run (DiSAN) whose config.json
     names its baselines, and each baseline's run in baselines/<name> (finished unless its dev
     results are None)."""
     top = _write_run(root, "disan", 0, {10: 0.8}, 10, 0.81)
-    config = json.loads((top / checkpointing.CONFIG_FILE).read_text())
+    config = json.loads((top / run_files.CONFIG_FILE).read_text())
     config["baselines"] = {name: base.get_config(f"{model},sick_e").model.to_dict()
                            for name, (model, _) in baselines.items()}
-    (top / checkpointing.CONFIG_FILE).write_text(json.dumps(config))
+    (top / run_files.CONFIG_FILE).write_text(json.dumps(config))
     for name, (model, dev) in baselines.items():
         run = _write_run(top / "baselines" / name, model, 0, {10: dev or 0.5}, 10, 0.6)
         if dev is None:  # still training: no test record yet

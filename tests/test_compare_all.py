@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jaxenc.errors import ConfigError
-from jaxenc.training import checkpointing, loop, run_report
+from jaxenc.training import experiment, run_files, run_report
 from train.configs import base, compare
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_planned_runs_lay_out_seeds_and_apply_each_baselines_recipe(tmp_path):
     config.baselines.transformer = base.model_config("transformer")
     config.recipes.transformer = {"optim": {"learning_rate": 3e-4}, "train": {"patience": 2}}
     config.train.update(seed=4, seeds=3)
-    runs = loop.planned_runs(config, tmp_path)
+    runs = experiment.planned_runs(config, tmp_path)
     assert [path.relative_to(tmp_path).as_posix() for _, path in runs] == [
         ".", "baselines/transformer", "seeds/5", "seeds/5/baselines/transformer",
         "seeds/6", "seeds/6/baselines/transformer"]
@@ -62,13 +62,13 @@ def test_planned_runs_lay_out_seeds_and_apply_each_baselines_recipe(tmp_path):
 
     config.recipes.transformer = {"optim": {"learnig_rate": 1e-3}}
     with pytest.raises(ConfigError, match="recipes.transformer.optim.learnig_rate: no such key"):
-        loop.planned_runs(config, tmp_path)
+        experiment.planned_runs(config, tmp_path)
     config.recipes.transformer = {"model": {"num_layers": 1}}
     with pytest.raises(ConfigError, match="recipes.transformer.model.num_layers: no such key"):
-        loop.planned_runs(config, tmp_path)
+        experiment.planned_runs(config, tmp_path)
     config.recipes = {"disan": {}}
     with pytest.raises(ConfigError, match="recipes.disan: no baseline 'disan'"):
-        loop.planned_runs(config, tmp_path)
+        experiment.planned_runs(config, tmp_path)
 
 
 def test_the_seed_summary_is_each_models_mean_and_sample_std():
@@ -125,7 +125,7 @@ def test_compare_trains_two_encoders_over_two_seeds_on_a_users_file(tmp_path):
                             workdir / "seeds/1/baselines/transformer"]}
     for row in printed:
         folders = runs[row["model"]]
-        configs = [checkpointing.saved_config(folder) for folder in folders]
+        configs = [run_files.saved_config(folder) for folder in folders]
         assert [c["train"]["seed"] for c in configs] == [0, 1]
         assert {c["optim"]["learning_rate"] for c in configs} == {
             {"bag": 3e-3, "transformer": 3e-4}[row["model"]]}  # each family's recipe
@@ -144,5 +144,5 @@ def test_compare_trains_two_encoders_over_two_seeds_on_a_users_file(tmp_path):
         assert after["runs"].startswith(f"{before['model']} files")
         assert after["test accuracy"] == before["test accuracy"]
         assert after["encode sent/s"] and after["train s"]
-    record = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
+    record = json.loads((workdir / run_files.CONFIG_FILE).read_text())
     assert record["recipes"]["transformer"]["optim"]["learning_rate"] == 3e-4

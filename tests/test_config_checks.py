@@ -245,14 +245,14 @@ def test_a_batch_that_does_not_split_over_the_devices_is_named_before_any_data_i
         tmp_path, key, value, fix):
     import jax
 
-    from jaxenc.training import loop
+    from jaxenc.training import experiment
 
     devices = jax.device_count()  # 8 fake CPU devices (conftest)
     assert devices == 8
     config = configs.get_config("bag,synthetic")
     config.data[key] = value
     with pytest.raises(ConfigError) as error:
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
     assert str(error.value) == (f"--config.data.{key}={value} does not split over 8 devices "
                                 f"(fix: --config.data.{key}={fix}, a multiple of 8)")
     assert not (tmp_path / "run").exists()

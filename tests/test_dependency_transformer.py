@@ -230,7 +230,7 @@ def test_relation_vocabulary_must_fit_the_table(tmp_path):
 def test_a_training_run_saves_its_relations_and_encodes_with_them(tmp_path):
     from jaxenc.data.synthetic import generate
     from jaxenc.evaluation.encoders import CheckpointEncoder
-    from jaxenc.training import loop
+    from jaxenc.training import experiment
 
     config = base.get_config("dependency_transformer,synthetic")
     config.model.update(dict(embed_dim=16, model_dim=16, num_layers=1, num_heads=2, ff_dim=16,
@@ -239,7 +239,7 @@ def test_a_training_run_saves_its_relations_and_encodes_with_them(tmp_path):
     config.data.update(dict(batch_size=16, max_length=32, bucket_step=16))
     config.optim.update(dict(name="adagrad", learning_rate=0.05))
     config.train.update(dict(num_steps=20, eval_every=10, progress_bar=False))
-    rows = loop.run(config, tmp_path)
+    rows = experiment.run(config, tmp_path)
     assert rows[0]["model"] == "dependency_transformer" and 0 <= rows[0]["test accuracy"] <= 1
     saved = RelationVocabulary.load(tmp_path / "relations.json")
     assert "nsubj" in saved.labels  # gold synthetic trees

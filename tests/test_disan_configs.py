@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxenc.training import input_pipeline, loop
+from jaxenc.training import input_pipeline, preparation
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
 
@@ -44,10 +44,10 @@ def test_disan_config_trains_one_step_on_real_data(name, tiny_data_dir, tmp_path
     config.data.update(dict(data_dir=str(tiny_data_dir(config.task.dataset, SLICE_LINES)),
                             batch_size=BATCH, eval_batch_size=BATCH))
     mesh = make_mesh(jax.devices()[:1])  # one device: compiles faster than the 8 fake ones
-    setup = loop.prepare(config, tmp_path / "run", mesh, input_pipeline.load_splits(config))
+    setup = preparation.prepare(config, tmp_path / "run", mesh, input_pipeline.load_splits(config))
     before = jax.tree.map(np.asarray, setup.state.params)
     if name == "disan_snli":  # disan.md: encoder + NLI head, embeddings excluded
-        assert loop.count_params(before)[1] == 2_345_403
+        assert preparation.count_params(before)[1] == 2_345_403
 
     batch = next(setup.batchers["train"].epoch(0))
     assert batch["label" if "label" in batch else "score"].shape == (BATCH,)

@@ -1,4 +1,4 @@
-"""`Encoder.encode`'s batches (jaxenc/encoding.py, docs/ARCHITECTURE.md "Encoding"): a token
+"""`Encoder.encode`'s batches (jaxenc/encode_batching.py, docs/ARCHITECTURE.md "Encoding"): a token
 budget sets each bucket's rows, a lone long sentence runs alone, a sentence over max_length is cut
 (with a warning counting them) or refused (one line naming it), and a sentence's vector does not
 depend on the sentences encoded with it. Every registered encoder at its test widths (TINY).
@@ -12,7 +12,8 @@ import pytest
 from test_encoder_contract import TINY
 
 from jaxenc.data.synthetic import generate
-from jaxenc.encoding import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, INDEX, Encoder
+from jaxenc.encode_batching import INDEX
+from jaxenc.encoding import DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, Encoder
 from jaxenc.errors import ConfigError, DataError
 from train.configs import base
 
@@ -100,7 +101,7 @@ def test_rows_follow_the_token_budget_and_keep_the_input_order():
 def test_long_sentences_are_cut_with_one_warning_or_refused_in_one_line(caplog):
     items = ["the film is good .", words(600), words(LONG_WORDS, 1), words(512)]
     enc = encoder("bag")
-    with caplog.at_level(logging.WARNING, logger="jaxenc.encoding"):
+    with caplog.at_level(logging.WARNING, logger="jaxenc.encode_batching"):
         vectors = enc.encode(items, show_progress_bar=False)
     (record,) = caplog.records
     message = record.getMessage()

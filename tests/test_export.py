@@ -1,6 +1,6 @@
 """jaxenc.export / jaxenc.load and the one encode path (jaxenc.encoding) for every encoder.
 
-Each model's run directory is made by the training harness itself (`loop.prepare`: its data,
+Each model's run directory is made by the training harness itself (`preparation.prepare`: its data,
 vocabulary, featurizer, relation vocabulary and initial parameters, saved as the best checkpoint
 by `Checkpoints.save_best`), without training steps: what is tested is the path from a run to
 vectors, which does not depend on how far the weights were trained.
@@ -32,9 +32,10 @@ from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.evaluation import transfer
 from jaxenc.evaluation.encoders import CheckpointEncoder, load_encoder
+from jaxenc.export_format import FORMAT_FILE, ExportError
 from jaxenc.models.registry import ENCODERS, structure_spec
 from jaxenc.records import Example, Sentence
-from jaxenc.training import checkpointing, input_pipeline, integrity, loop
+from jaxenc.training import checkpointing, input_pipeline, integrity, preparation, run_files
 from jaxenc.training.sharding import make_mesh
 from train.configs import base
 
@@ -65,10 +66,10 @@ def synthetic_splits() -> dict[str, list[Example]]:
     return {"train": splits["train"][:48], "dev": splits["dev"][:24], "test": splits["test"][:8]}
 
 
-def make_run(root, name: str, **data) -> loop.Setup:
+def make_run(root, name: str, **data) -> preparation.Setup:
     """A run directory of model `name` on a slice of the synthetic data (module doc)."""
     config = run_config(name, **data)
-    setup = loop.prepare(config, root / name, make_mesh(), synthetic_splits())
+    setup = preparation.prepare(config, root / name, make_mesh(), synthetic_splits())
     checkpoints = checkpointing.Checkpoints(setup.workdir, keep=1, best_k=1)
     checkpoints.save_best(setup.state, 0.5, {"step": 0})
     checkpoints.close()
@@ -76,7 +77,7 @@ def make_run(root, name: str, **data) -> loop.Setup:
 
 
 class Run(NamedTuple):
-    setup: loop.Setup
+    setup: preparation.Setup
     dev: list[Sentence]  # the run's shorter dev sentences (records with gold trees)
     out: Path  # its export
     enc: Encoder  # the export, loaded
@@ -229,7 +230,9 @@ def test_exported_functions_run_with_jax_alone(runs, tmp_path):
                             env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split("\n")[:2] == ["no flax", "gradient True"]  # bag: vjp
-    assert result.stdout.split("\n")[2] == "['jaxenc', 'jaxenc.errors', 'jaxenc.standalone']"
+    assert result.stdout.split("\n")[2] == ("['jaxenc', 'jaxenc.errors', 'jaxenc.export_arrays', "
+                                            "'jaxenc.export_checks', 'jaxenc.export_format', "
+                                            "'jaxenc.standalone']")
     for name, folder in zip(JAX_ONLY_MODELS, folders, strict=True):
         np.testing.assert_allclose(np.load(f"{folder}.outputs.npy"), expected[name], rtol=1e-5,
                                    atol=1e-6, err_msg=name)
@@ -284,7 +287,7 @@ def resealed(source, target, change) -> None:
 
 def set_version(version):
     def change(folder):
-        path = folder / standalone.FORMAT_FILE
+        path = folder / FORMAT_FILE
         path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": version}))
     return change
 
@@ -298,7 +301,7 @@ def test_other_versions_and_damaged_files_are_one_line_errors(runs, tmp_path):
     resealed(out, tmp_path / "new", set_version(2))
     with pytest.raises(ConfigError, match="version 2 needs a newer reader"):
         jaxenc.load(tmp_path / "new")
-    with pytest.raises(standalone.ExportError, match="version 0"):
+    with pytest.raises(ExportError, match="version 0"):
         standalone.load(tmp_path / "old")
 
     damages = {  # file -> how it is damaged
@@ -316,7 +319,7 @@ def test_other_versions_and_damaged_files_are_one_line_errors(runs, tmp_path):
             jaxenc.load(folder)
         assert str(folder / name) in str(error.value) and len(str(error.value).splitlines()) == 1
         if name != "vocab.txt":  # what the jax-only reader reads is checked there too
-            with pytest.raises(standalone.ExportError, match=name.split("/")[-1]):
+            with pytest.raises(ExportError, match=name.split("/")[-1]):
                 standalone.load(folder)(enc.example_batch(16, BATCH))
     (folder / integrity.MANIFEST_FILE).unlink()
     with pytest.raises(DataError, match="incomplete export"):
@@ -331,13 +334,13 @@ def test_a_model_config_that_does_not_fit_the_arrays_is_one_line(runs, tmp_path)
     out = runs("transformer").out
 
     def change(folder):
-        path = folder / standalone.FORMAT_FILE
+        path = folder / FORMAT_FILE
         description = json.loads(path.read_text())
         description["model"]["num_layers"] = 7
         path.write_text(json.dumps(description))
 
     resealed(out, tmp_path / "layers", change)
-    with pytest.raises(standalone.ExportError, match=r"array '[^']*layer_2/[^']*' is missing, "
+    with pytest.raises(ExportError, match=r"array '[^']*layer_2/[^']*' is missing, "
                        r"format.json model needs float32\[") as error:
         jaxenc.load(tmp_path / "layers")
     assert len(str(error.value).splitlines()) == 1
@@ -390,7 +393,7 @@ def test_an_export_names_the_model_dataset_and_checkpoint_it_came_from(tmp_path,
 
     out = jaxenc.export(setup.workdir, tmp_path / "out", batch_size=BATCH, platforms=["cpu"])
     source = exporting.read_description(out)["source"]
-    checkpoint = str((setup.workdir / checkpointing.BEST_DIR / "20").resolve())
+    checkpoint = str((setup.workdir / run_files.BEST_DIR / "20").resolve())
     assert {key: source[key] for key in ("model", "dataset", "step", "checkpoint", "dev")} == {
         "model": "bag", "dataset": "synthetic", "step": 20, "checkpoint": checkpoint,
         "dev": {"accuracy": 0.6, "loss": 0.4}}
@@ -425,7 +428,7 @@ def test_transfer_cuts_or_refuses_a_sentence_over_max_length(runs, tmp_path, cap
     assert len(error.splitlines()) == 1 and error.startswith("error: 1 of 1 tasks failed")
     assert "tokens) is longer than max_length 512; 1 of" in error
     assert "600 tokens" in error and "--long_sentences truncate" in error
-    with caplog.at_level(logging.WARNING, logger="jaxenc.encoding"):
+    with caplog.at_level(logging.WARNING, logger="jaxenc.encode_batching"):
         results = transfer.main([*args, "--out", str(tmp_path / "cut")])
     assert results["tasks"]["STS13"]["status"] == "ok"
     assert any(record.getMessage().startswith("truncated 1 of ") for record in caplog.records)

@@ -32,7 +32,8 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import jaxenc
-from jaxenc import standalone
+from jaxenc import export_checks, standalone
+from jaxenc.export_format import ExportError
 from jaxenc.errors import JaxencError
 from jaxenc.training import integrity
 
@@ -226,7 +227,7 @@ def apply(folder, mutation):
 def attempt(folder):
     """reader -> "refused" or "loaded"; every refusal one ExportError line."""
     readers = {
-        "verify": lambda: standalone.verify(folder),
+        "verify": lambda: export_checks.verify(folder),
         "jaxenc.load": lambda: jaxenc.load(folder).encode(SENTENCES),
         "standalone": lambda: standalone.load(folder)(FIELDS),
     }
@@ -236,7 +237,7 @@ def attempt(folder):
             result = read()
         except JaxencError as error:
             message = str(error)
-            assert isinstance(error, standalone.ExportError), (name, type(error), message)
+            assert isinstance(error, ExportError), (name, type(error), message)
             assert len(message.splitlines()) == 1, (name, message)
             outcome[name] = "refused"
         else:

@@ -25,11 +25,12 @@ import pytest
 from test_export import BATCH, make_run
 
 import jaxenc
-from jaxenc import exporting, standalone
+from jaxenc import export_checks, exporting, standalone
 from jaxenc.errors import ConfigError, DataError
+from jaxenc.export_format import MANIFEST_FILE, ExportError
 from jaxenc.training import integrity
 
-MANIFEST = standalone.MANIFEST_FILE
+MANIFEST = MANIFEST_FILE
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def jax_only(folder: Path, **kwargs) -> None:
     encoder.function(encoder.buckets[0])
 
 
-READERS = {"jaxenc.load": jaxenc.load, "standalone": jax_only, "verify": standalone.verify}
+READERS = {"jaxenc.load": jaxenc.load, "standalone": jax_only, "verify": export_checks.verify}
 
 
 def verify_command(folder: Path, *options: str) -> subprocess.CompletedProcess:
@@ -76,7 +77,7 @@ def verify_command(folder: Path, *options: str) -> subprocess.CompletedProcess:
 def test_an_export_holds_no_code_and_loads_with_its_digest_pinned(export, tmp_path):
     assert not [path for path in export.rglob("*") if path.suffix in (".py", ".pyc", ".so")]
     digest = hashlib.sha256((export / MANIFEST).read_bytes()).hexdigest()
-    assert standalone.verify(export).sha256 == digest
+    assert export_checks.verify(export).sha256 == digest
     enc = jaxenc.load(export, sha256=digest)
     assert enc.name.endswith(digest[:12])
     encoder = standalone.load(export, sha256=digest.upper())
@@ -233,7 +234,7 @@ def description_change(change):
 def refused_by_all(folder: Path, match: str, named: Path, readers=READERS) -> None:
     """Each of `readers` refuses `folder` in one ExportError line matching `match`."""
     for name, load in readers.items():
-        with pytest.raises(standalone.ExportError, match=match) as error:
+        with pytest.raises(ExportError, match=match) as error:
             load(folder)
         message = str(error.value)
         assert len(message.splitlines()) == 1 and str(named) in message, (name, message)
@@ -318,7 +319,7 @@ def test_a_pickled_array_is_refused_and_runs_no_code(export, tmp_path):
         (folder / "found.npy").write_bytes(pickled), edit_json(
             folder / "format.json", lambda d: d["vocabulary"].update(found="found.npy"))))
     refused_by_all(folder, "has dtype object, not numbers", folder / "found.npy",
-                   {"jaxenc.load": jaxenc.load, "verify": standalone.verify})
+                   {"jaxenc.load": jaxenc.load, "verify": export_checks.verify})
     assert not marker.exists()
 
 
@@ -351,7 +352,7 @@ def test_verify_checks_what_the_readers_check(export, tmp_path):
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, name
         assert match in result.stderr, (name, result.stderr)
         for load in READERS.values():
-            with pytest.raises(standalone.ExportError, match=re.escape(match)):
+            with pytest.raises(ExportError, match=re.escape(match)):
                 load(folder)
 
 
@@ -386,7 +387,7 @@ def test_an_overwrite_killed_at_any_step_leaves_a_whole_export(export, tmp_path,
                                                               caplog, step):
     out = copy_of(export, tmp_path / "out")
     partial = renamed_variant(export, tmp_path / ".out.partial")
-    old, new = standalone.verify(out).sha256, standalone.verify(partial).sha256
+    old, new = export_checks.verify(out).sha256, export_checks.verify(partial).sha256
     renames, rename, rmtree = [], os.rename, shutil.rmtree
 
     def killed_rename(source, target):
@@ -414,7 +415,7 @@ def test_an_overwrite_killed_at_any_step_leaves_a_whole_export(export, tmp_path,
         encoder = jaxenc.load(out)
     assert np.isfinite(encoder.encode(["what is this ?"])).all()
     expected = {"rename aside": old, "rename into place": old}.get(step, new)
-    assert standalone.verify(out).sha256 == expected
+    assert export_checks.verify(out).sha256 == expected
     notes = [record.getMessage() for record in caplog.records]
     assert len(notes) == (step in ("rename into place", "remove aside"))
     assert all(len(note.splitlines()) == 1 for note in notes)
@@ -428,10 +429,10 @@ def test_an_overwrite_killed_at_any_step_leaves_a_whole_export(export, tmp_path,
 
 def test_export_overwrite_replaces_the_export_whole(export, tmp_path, capsys):
     out = renamed_variant(export, tmp_path / "out")
-    before = standalone.verify(out).sha256
+    before = export_checks.verify(out).sha256
     jaxenc.export(export.parent / "bag", out, batch_size=BATCH, platforms=("cpu",),
                   overwrite=True)
-    assert standalone.verify(out).sha256 != before
+    assert export_checks.verify(out).sha256 != before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
 
 
@@ -450,7 +451,7 @@ def failed_export(export: Path, out: Path, capsys) -> str:
 def test_a_full_disk_is_one_line_and_keeps_the_export_there(export, tmp_path, monkeypatch,
                                                            capsys):
     out = copy_of(export, tmp_path / "out")
-    digest = standalone.verify(out).sha256
+    digest = export_checks.verify(out).sha256
 
     def full(file, *args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
@@ -459,7 +460,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_export_there(export, tmp_path, mo
     error = failed_export(export, out, capsys)
     assert "No space left on device" in error and f"{out} holds a whole export" in error
     assert "free disk space there" in error
-    assert standalone.verify(out).sha256 == digest
+    assert export_checks.verify(out).sha256 == digest
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]  # no partial folder
 
 
@@ -488,4 +489,4 @@ def test_a_read_only_folder_is_one_line(export, tmp_path, monkeypatch, capsys):
 def test_a_bad_load_argument_stays_a_config_error_about_the_argument(export):
     with pytest.raises(ConfigError, match="long_sentences='bogus'") as error:
         jaxenc.load(export, long_sentences="bogus")
-    assert not isinstance(error.value, standalone.ExportError)
+    assert not isinstance(error.value, ExportError)

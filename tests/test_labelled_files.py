@@ -13,7 +13,7 @@ from jaxenc.data import labelled_files, registry
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.text_io import tokenize
-from jaxenc.training import checkpointing, loop, predict
+from jaxenc.training import experiment, loop, predict, preparation, run_files
 from train.configs import base
 
 ROWS = [("positive", "The coach won the final, again!"),
@@ -140,13 +140,13 @@ def test_files_with_other_columns_than_train_are_refused(tmp_path):
 def test_missing_or_unreadable_files_are_refused_before_training(tmp_path):
     config = base.get_config("bag,files")
     with pytest.raises(DataError, match="--config.data.train_file is not set"):
-        loop.validate(config)
+        preparation.validate(config)
     config.data.train_file = str(write(tmp_path / "train.txt", "positive\tgood .\n"))
     with pytest.raises(DataError, match="cannot tell the format of 'train.txt'"):
-        loop.validate(config)
+        preparation.validate(config)
     config.data.train_file = str(tmp_path / "absent.tsv")
     with pytest.raises(DataError, match="train_file: file not found"):
-        loop.validate(config)
+        preparation.validate(config)
     with pytest.raises(DataError, match="dataset 'files' is the files of"):
         registry.load("files", "train")
 
@@ -193,7 +193,7 @@ def test_an_encoder_trains_on_files_of_each_format(tmp_path, capsys, model, suff
     row = loop.train_and_evaluate(tiny_files_config(model, **files), tmp_path / "run")
     assert row["steps"] == 2 and 0.0 <= row["test accuracy"] <= 1.0
     assert f"\n{model} step 2: dev accuracy " in capsys.readouterr().out  # the log names the run
-    record = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
+    record = json.loads((tmp_path / "run" / run_files.CONFIG_FILE).read_text())
     assert record["dataset"] == {"name": "files", "kind": "single", "num_classes": 2,
                                  "label_names": ["loss", "win"], "score_range": None}
     counts = {split: entry["examples"] for split, entry in record["data_identity"].items()}
@@ -249,7 +249,7 @@ def test_a_files_run_resumes_from_another_folder_but_not_on_other_rows(tmp_path)
 def test_a_run_refused_on_a_bad_row_leaves_no_workdir(tmp_path):
     train = write(tmp_path / "train.tsv", "positive\tgood .\nnegative\t\n")
     with pytest.raises(DataError, match="train.tsv:2: empty 'text'"):
-        loop.run(tiny_files_config("bag", train_file=train), tmp_path / "run")
+        experiment.run(tiny_files_config("bag", train_file=train), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 

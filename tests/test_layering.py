@@ -24,7 +24,8 @@ PATH_CHANGE = re.compile(r"\bsys\.path\s*(?:\.\s*(?:insert|append|extend)\s*\("
 # Lowest first. "P.*" names package P and every module in it, a plain name one module; a module
 # belongs to the layer of its most specific (longest) entry.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("jaxenc", "jaxenc.errors", "jaxenc.files", "jaxenc.cli", "jaxenc.standalone")),
+    ("base", ("jaxenc", "jaxenc.errors", "jaxenc.files", "jaxenc.cli", "jaxenc.export_format",
+              "jaxenc.export_arrays", "jaxenc.export_checks", "jaxenc.standalone")),
     ("records", ("jaxenc.records", "jaxenc.text_io")),
     ("structures", ("jaxenc.structures.*",)),
     ("data", ("jaxenc.data.*",)),
@@ -32,7 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("jaxenc.models.*",)),
     ("tasks", ("jaxenc.tasks.*",)),
     ("training", ("jaxenc.training.*", "jaxenc.configs")),
-    ("encoding", ("jaxenc.encoding", "jaxenc.exporting", "jaxenc.prediction")),
+    ("encoding", ("jaxenc.encoding", "jaxenc.encode_batching", "jaxenc.exporting",
+                  "jaxenc.prediction")),
     ("applications", ("jaxenc.evaluation.*", "jaxenc.showcase", "jaxenc.throughput", "jaxenc.viz")),
 )
 # Commands (what `python -m` or a console script runs) compose every layer: they may import any

@@ -19,7 +19,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from jaxenc.data import corpus
+from jaxenc.data import corpus, registry
 from jaxenc.data.batching import Batcher
 from jaxenc.data.expansion import ExpandedVocabulary
 from jaxenc.data.featurize import Featurizer
@@ -30,11 +30,11 @@ from jaxenc.models import meanmax_aae
 from jaxenc.models.registry import build_encoder
 from jaxenc.records import Example, Sentence
 from jaxenc.tasks.tasks import GreedySamples, build_task, translate
-from jaxenc.training import checkpointing, input_pipeline, loop, run_report
+from jaxenc.training import checkpointing, experiment, input_pipeline, loop, preparation, run_report
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params, with_pretrained_embeddings
-from jaxenc.training.steps import make_eval_step, make_train_step
+from jaxenc.training.steps import make_eval_step, make_test_step, make_train_step
 from train.configs import base
 
 TINY = dict(embed_dim=8, model_dim=16, ff_dim=24, num_heads=2)
@@ -494,7 +494,7 @@ def test_corpus_configuration_errors_are_one_line(tmp_path):
     with pytest.raises(ConfigError, match="--config.data.embeddings="):
         input_pipeline.load_splits(config)
     with pytest.raises(DataError, match="data.corpus_files"):
-        loop.registry.load("corpus", "train")
+        registry.load("corpus", "train")
 
 
 def test_dataset_sentences_build_a_corpus_file(tmp_path):
@@ -528,7 +528,7 @@ def corpus_run(tmp_path_factory):
                              samples=2))
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):  # tqdm.write: the dev lines and greedy samples
-        rows = loop.run(config, root / "run")
+        rows = experiment.run(config, root / "run")
     return config, root / "run", rows, printed.getvalue()
 
 
@@ -568,7 +568,7 @@ def test_test_split_decoding_batches_give_the_per_bucket_hypotheses_and_bleu(
                             freeze_embeddings=True, batch_size=16, eval_batch_size=32,
                             max_length=12, bucket_step=4))
     splits, mesh = input_pipeline.load_splits(config), make_mesh()
-    setup = loop.prepare(config, tmp_path / "run", mesh, splits)
+    setup = preparation.prepare(config, tmp_path / "run", mesh, splits)
     per_bucket, decoding = setup.batchers["test"], setup.batchers[input_pipeline.DECODE]
     shapes = lambda batcher: {b["source/tokens"].shape for b in batcher.epoch(0)}
     assert len(shapes(per_bucket)) > 1 and len(shapes(decoding)) == 1
@@ -578,7 +578,7 @@ def test_test_split_decoding_batches_give_the_per_bucket_hypotheses_and_bleu(
     params = noisy_params(setup.model, next(setup.batchers["train"].epoch(0)), seed=1)
     out = params["decoder"]["logits"]  # some rows end at once, others run to the end
     out["kernel"] = out["kernel"].at[:, EOS].multiply(10.0)
-    step, results = loop.make_test_step(setup.model, setup.task, mesh), []
+    step, results = make_test_step(setup.model, setup.task, mesh), []
     for batcher in (per_bucket, decoding):
         collected = loop.collect(step, params, batcher, mesh)
         order = np.argsort(collected["index"])

@@ -28,7 +28,7 @@ import pytest
 from jax.extend import core as jax_core
 from test_encoder_contract import TINY, setup
 
-from jaxenc.training import loop, run_report
+from jaxenc.training import experiment, run_report
 from train.configs import default
 
 RELATIVE_TOLERANCE = 3e-2
@@ -141,7 +141,7 @@ def test_a_short_bfloat16_training_run_learns(tmp_path):
     config.optim.update(dict(learning_rate=1e-2, warmup_steps=0))  # 40 steps: no warm-up
     config.train.update(dict(num_steps=40, eval_every=40, log_every=10, progress_bar=False))
     config.checkpoint.every = 40
-    (row,) = loop.run(config, tmp_path)
+    (row,) = experiment.run(config, tmp_path)
     losses = [record["loss"] for record in run_report.read_metrics(
         tmp_path / run_report.METRICS_FILE, "train")]
     assert len(losses) == 4 and all(np.isfinite(losses))

@@ -22,7 +22,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from jaxenc.training import checkpointing, integrity, loop, run_report
+from jaxenc.training import checkpointing, experiment, integrity, run_files, run_report
 from jaxenc.training.sharding import NUM_PROCESSES_ENV, PROCESS_ID_ENV
 from train.configs import base
 
@@ -102,7 +102,7 @@ def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):
         config = base.get_config(CONFIG.split(":")[1])
         config.update_from_flattened_dict(OVERRIDES)
         one = tmp_path / "one_process"
-        loop.run(ml_collections.ConfigDict(config), one)  # meanwhile, here on 8 devices
+        experiment.run(ml_collections.ConfigDict(config), one)  # meanwhile, here on 8 devices
     finally:
         finish(processes, logs)
 
@@ -120,7 +120,7 @@ def test_two_processes_of_four_devices_train_as_one_of_eight(tmp_path):
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), *params)
 
     for step in (3, 6):  # orbax wrote them from both processes; process 0 sealed them
-        folder = two / checkpointing.LATEST_DIR / str(step)
+        folder = two / run_files.LATEST_DIR / str(step)
         assert (folder / integrity.MANIFEST_FILE).is_file() and integrity.problem(folder) is None
     assert (two / run_report.RESULTS_FILE).is_file() and (two / "config.json").is_file()
     outputs = [log.read_text() for log in logs]
@@ -149,5 +149,5 @@ def test_sigterm_to_one_process_stops_both_at_the_same_saved_step(tmp_path):
                           r"command to resume\)", log.read_text()) for log in logs]
     assert len(stopped[0]) == 1 and stopped[0] == stopped[1], stopped
     step, folder = int(stopped[0][0][0]), Path(stopped[0][0][1])
-    assert 3 <= step < 3000 and folder == workdir.absolute() / checkpointing.LATEST_DIR / str(step)
+    assert 3 <= step < 3000 and folder == workdir.absolute() / run_files.LATEST_DIR / str(step)
     assert integrity.problem(folder) is None and (folder / integrity.MANIFEST_FILE).is_file()

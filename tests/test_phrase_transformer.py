@@ -39,7 +39,7 @@ from jaxenc.records import Example
 from jaxenc.structures import parsers
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, loop, run_report
+from jaxenc.training import experiment, run_files, run_report
 from train.configs import base, phrase_transformer_multi30k_small, phrase_transformer_pos
 
 TINY = dict(embed_dim=8, model_dim=8, num_layers=1, num_heads=2, ff_dim=16, dropout_rate=0.0)
@@ -572,7 +572,7 @@ def test_pos_config_trains_end_to_end_on_a_few_ud_sentences(data_root, tmp_path)
     config = phrase_transformer_pos.get_config()
     shrink(config)
     config.data.data_dir = str(tmp_path / "data")
-    rows = loop.run(config, tmp_path / "run")
+    rows = experiment.run(config, tmp_path / "run")
     assert [row["model"] for row in rows] == ["phrase_transformer", "transformer"]
     for row in rows:
         assert row["steps"] == 4 and 0.0 <= row["test accuracy"] <= 1.0
@@ -600,11 +600,11 @@ def test_semantic_variant_trains_with_the_defaults_and_records_dense_phase2(data
 
     config = semantic_config()
     assert config.model.phase2 == "auto"
-    rows = loop.run(config, tmp_path / "run")
+    rows = experiment.run(config, tmp_path / "run")
     assert rows[0]["steps"] == 4
-    saved = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
+    saved = json.loads((tmp_path / "run" / run_files.CONFIG_FILE).read_text())
     assert saved["model"]["phase2"] == "dense" and config.model.phase2 == "dense"
-    assert loop.run(semantic_config(), tmp_path / "run")[0]["steps"] == 4  # "auto" resumes it
+    assert experiment.run(semantic_config(), tmp_path / "run")[0]["steps"] == 4  # "auto" resumes it
 
 
 def test_semantic_variant_reads_spacy_arcs_with_parser_spacy_and_gold_arcs_by_default(data_root):
@@ -655,7 +655,7 @@ def test_translation_config_trains_decodes_and_reports_bleu(data_root, tmp_path)
     config = phrase_transformer_multi30k_small.get_config()
     shrink(config, decoder=True)
     config.data.update(dict(data_dir=str(tmp_path / "data"), min_count=1))
-    rows = loop.run(config, tmp_path / "run")
+    rows = experiment.run(config, tmp_path / "run")
     assert [row["model"] for row in rows] == ["phrase_transformer", "transformer"]
     for row in rows:
         assert 0.0 <= row["test bleu"] <= 100.0

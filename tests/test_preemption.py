@@ -17,7 +17,7 @@ import pytest
 from test_training import tiny_config
 
 from jaxenc.errors import Preempted, WorkdirInUseError
-from jaxenc.training import checkpointing, locking, loop, run_report
+from jaxenc.training import experiment, locking, loop, run_files, run_report
 from jaxenc.training.preemption import PreemptionWatch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -71,7 +71,7 @@ def _results(workdir: Path) -> tuple[list[dict], list[str]]:
 def reference(tmp_path_factory) -> Path:
     """The uninterrupted run."""
     workdir = tmp_path_factory.mktemp("reference") / "run"
-    loop.run(_config(), workdir)
+    experiment.run(_config(), workdir)
     return workdir
 
 
@@ -97,17 +97,17 @@ def test_sigterm_and_sigint_save_the_step_and_resume_like_an_uninterrupted_run(
     _signal_at(monkeypatch, {13: signal.SIGTERM, 27: signal.SIGINT})
     for step, signum in ((13, signal.SIGTERM), (27, signal.SIGINT)):
         with pytest.raises(Preempted) as stopped:
-            loop.run(_config(), workdir)
+            experiment.run(_config(), workdir)
         message = str(stopped.value)
         assert message == (f"preempted by {signum.name} at step {step}: checkpoint saved in "
                            f"{workdir.absolute()}/checkpoints/{step} (fix: rerun the same "
                            "command to resume)")
         assert stopped.value.step == step and stopped.value.exit_status == 128 + signum
-        assert (workdir / checkpointing.LATEST_DIR / str(step)).is_dir()
+        assert (workdir / run_files.LATEST_DIR / str(step)).is_dir()
         assert [signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)] == handlers
         records = run_report.read_metrics(workdir / run_report.METRICS_FILE, "train")
         assert [r["step"] for r in records] == list(range(10, step, 10))
-    loop.run(_config(), workdir)
+    experiment.run(_config(), workdir)
     assert _results(workdir) == _results(reference)
 
 
@@ -117,10 +117,10 @@ def test_a_resume_between_records_or_at_the_end_reports_what_the_uninterrupted_r
     # "train" record of step 20 over steps 11-20, as the uninterrupted run did
     between = Path(shutil.copytree(reference, tmp_path / "between"))
     for step in (20, 25, 30, 35, 40):
-        shutil.rmtree(between / checkpointing.LATEST_DIR / str(step))
+        shutil.rmtree(between / run_files.LATEST_DIR / str(step))
     ended = Path(shutil.copytree(reference, tmp_path / "ended"))  # nothing left to train
     for workdir in (between, ended):
-        loop.run(_config(), workdir)
+        experiment.run(_config(), workdir)
         assert _results(workdir) == _results(reference)
     assert "nan" not in (ended / run_report.RESULTS_FILE).read_text()  # train peak MiB
 
@@ -227,7 +227,7 @@ KILLS = (signal.SIGKILL, signal.SIGTERM, signal.SIGKILL, signal.SIGTERM)
 
 
 def _checkpointed(workdir: Path) -> int:
-    folder = workdir / checkpointing.LATEST_DIR
+    folder = workdir / run_files.LATEST_DIR
     steps = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
     return max(steps, default=0)
 

@@ -19,7 +19,7 @@ from jaxenc.data.featurize import Featurizer
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.models.registry import build_encoder, encoder_config, structure_spec
-from jaxenc.training import checkpointing, input_pipeline, loop
+from jaxenc.training import input_pipeline, preparation, run_files
 from jaxenc.training.sharding import make_mesh
 from jaxenc.training.validation import check_config
 from train.configs import base
@@ -306,9 +306,10 @@ def test_psan_configs(name, tiny_data_dir, tmp_path):
     config = importlib.import_module(f"train.configs.{name}").get_config()  # "auto" again
     config.data.update(dict(data_dir=str(tiny_data_dir("snli", 30)), batch_size=8,
                             eval_batch_size=8))
-    setup = loop.prepare(config, tmp_path / "run", make_mesh(jax.devices()[:1]),
-                         input_pipeline.load_splits(config))
-    assert loop.count_params(setup.state.params)[1] == 1_984_203  # psan.md, embeddings excluded
+    setup = preparation.prepare(config, tmp_path / "run", make_mesh(jax.devices()[:1]),
+                                input_pipeline.load_splits(config))
+    # psan.md, embeddings excluded
+    assert preparation.count_params(setup.state.params)[1] == 1_984_203
     # prepare resolves "auto" too: config.json records the trees the run reads
-    saved = json.loads((tmp_path / "run" / checkpointing.CONFIG_FILE).read_text())
+    saved = json.loads((tmp_path / "run" / run_files.CONFIG_FILE).read_text())
     assert saved["model"]["parser"] == config.model.parser == "gold"

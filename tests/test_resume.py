@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from jaxenc.errors import ConfigError, DataError, WriteError
-from jaxenc.training import checkpointing, input_pipeline, loop, run_report
+from jaxenc.training import checkpointing, experiment, input_pipeline, loop, run_files, run_report
 from train.configs import base
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def _tiny_config(**train) -> ml_collections.ConfigDict:
 def finished(tmp_path_factory) -> Path:
     """A finished 30-step run with checkpoints at steps 10, 20 and 30; tests copy it."""
     workdir = tmp_path_factory.mktemp("finished") / "run"
-    loop.run(_tiny_config(), workdir)
+    experiment.run(_tiny_config(), workdir)
     return workdir
 
 
@@ -121,27 +121,27 @@ def _copy(finished: Path, tmp_path: Path) -> Path:
 def test_a_longer_resumed_run_records_its_changes_and_one_record_per_step(finished, tmp_path):
     workdir = _copy(finished, tmp_path)
     shutil.rmtree(workdir / "checkpoints" / "30")  # killed after logging step 30, before saving
-    loop.run(_tiny_config(num_steps=40, eval_every=5), workdir)
+    experiment.run(_tiny_config(num_steps=40, eval_every=5), workdir)
     records = run_report.read_metrics(workdir / run_report.METRICS_FILE, latest=False)
     steps = lambda split: [r["step"] for r in records if r["split"] == split]
     assert steps("train") == list(range(1, 41))
     assert steps("dev") == [10, 20, 25, 30, 35, 40] and len(steps("test")) == 1
-    saved = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
+    saved = json.loads((workdir / run_files.CONFIG_FILE).read_text())
     assert saved["train"]["num_steps"] == 40 and saved["train"]["eval_every"] == 5
-    (entry,) = saved[checkpointing.HISTORY_KEY]
+    (entry,) = saved[run_files.HISTORY_KEY]
     assert entry["changed"] == {"train.eval_every": [10, 5], "train.num_steps": [30, 40]}
-    assert checkpointing.load_config(workdir).train.num_steps == 40
+    assert run_files.load_config(workdir).train.num_steps == 40
 
 
 def test_a_resumed_run_with_another_learning_rate_or_seed_is_refused(finished, tmp_path):
     workdir = _copy(finished, tmp_path)
     config = _tiny_config(seed=1)
     config.optim.learning_rate = 0.1
-    before = (workdir / checkpointing.CONFIG_FILE).read_text()
+    before = (workdir / run_files.CONFIG_FILE).read_text()
     with pytest.raises(Exception, match=r"optim.learning_rate=0.003 \(config says 0.1\), "
                                         r"train.seed=0 \(config says 1\)"):
-        loop.run(config, workdir)
-    assert (workdir / checkpointing.CONFIG_FILE).read_text() == before
+        experiment.run(config, workdir)
+    assert (workdir / run_files.CONFIG_FILE).read_text() == before
 
 
 # ------------------------------------------------------------------------ corrupted checkpoints
@@ -168,7 +168,7 @@ def test_a_corrupted_latest_checkpoint_falls_back_to_the_newest_intact_one(
         (latest / "jaxenc_manifest.json").unlink()
         _truncate(latest / "position" / "metadata")
     caplog.set_level(logging.INFO, logger="jaxenc")
-    loop.run(_tiny_config(), workdir)
+    experiment.run(_tiny_config(), workdir)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
                 and "corrupted" in r.getMessage()]
     assert len(warnings) == 1 and f"checkpoint {latest} is corrupted" in warnings[0]
@@ -188,7 +188,7 @@ def test_no_intact_checkpoint_is_one_line_with_the_fix(finished, tmp_path):
         _truncate(_largest_array_file(workdir / "checkpoints" / str(step)))
     with pytest.raises(ConfigError, match=r"checkpoints: no intact checkpoint \(steps 30, 20, "
                                           r"10 are corrupted.*\(fix: use a new --workdir"):
-        loop.run(_tiny_config(), workdir)
+        experiment.run(_tiny_config(), workdir)
 
 
 def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_path):
@@ -206,14 +206,14 @@ def test_a_corrupted_best_checkpoint_is_one_line_naming_the_file(finished, tmp_p
 @pytest.mark.parametrize("best_k", [1, 2])
 def test_a_damaged_best_checkpoint_stops_a_rerun_with_the_readers_line(tmp_path, best_k):
     workdir = tmp_path / "run"
-    loop.run(_best_k(best_k), workdir)
+    experiment.run(_best_k(best_k), workdir)
     steps = sorted((workdir / "best").iterdir(), key=lambda path: int(path.name))
     assert len(steps) == best_k
     damaged = max(steps[-1].rglob("ocdbt.process_0/d/*"), key=lambda p: p.stat().st_size)
     _truncate(damaged)  # with best_k 2: the other best checkpoint is intact, and not used
     before = (workdir / run_report.RESULTS_FILE).read_text()
     with pytest.raises(DataError) as error:
-        loop.run(_best_k(best_k), workdir)
+        experiment.run(_best_k(best_k), workdir)
     message = str(error.value)
     assert message.startswith(f"{damaged}: checkpoint file is corrupted") and "\n" not in message
     assert (workdir / run_report.RESULTS_FILE).read_text() == before and steps[-1].is_dir()
@@ -247,7 +247,7 @@ def test_equal_dev_scores_keep_the_first_best_whatever_best_k(tmp_path, monkeypa
     rows = {}
     for best_k in (1, 2):
         state["final"] = False
-        (rows[best_k],) = loop.run(_best_k(best_k), tmp_path / f"best_k{best_k}")
+        (rows[best_k],) = experiment.run(_best_k(best_k), tmp_path / f"best_k{best_k}")
         best = sorted(int(path.name) for path in (tmp_path / f"best_k{best_k}" / "best").iterdir())
         assert best == [10, 20][:best_k]
     timing = {"train s", "train peak MiB", "workdir"}
@@ -295,7 +295,7 @@ def test_a_metrics_line_cut_by_a_full_disk_is_dropped_on_resume_with_a_note(fini
     metrics = workdir / run_report.METRICS_FILE
     metrics.write_text(metrics.read_text() + '{"step": 31, "split": "tra')
     caplog.set_level(logging.INFO, logger="jaxenc")
-    loop.run(_tiny_config(), workdir)
+    experiment.run(_tiny_config(), workdir)
     notes = [r.getMessage() for r in caplog.records if "cut short" in r.getMessage()]
     assert notes == [f"{metrics}: dropped its last line, 26 characters cut short by a write "
                      "that did not finish"]
@@ -315,16 +315,16 @@ def test_a_metrics_line_cut_by_a_full_disk_is_dropped_on_resume_with_a_note(fini
 ])
 def test_a_missing_or_malformed_config_json_is_one_line(finished, tmp_path, content, expected):
     workdir = _copy(finished, tmp_path)
-    path = workdir / checkpointing.CONFIG_FILE
+    path = workdir / run_files.CONFIG_FILE
     path.unlink() if content is None else path.write_text(content)
     with pytest.raises(ConfigError, match=expected + r".*\(fix: ") as error:
-        loop.run(_tiny_config(), workdir)
+        experiment.run(_tiny_config(), workdir)
     assert "\n" not in str(error.value)
 
 
 def test_a_hand_edited_config_json_is_refused_by_the_checkpoint(finished, tmp_path):
     workdir = _copy(finished, tmp_path)
-    path = workdir / checkpointing.CONFIG_FILE
+    path = workdir / run_files.CONFIG_FILE
     saved = json.loads(path.read_text())
     saved["optim"]["learning_rate"] = 0.1  # and the command line agrees with the edit
     path.write_text(json.dumps(saved))
@@ -333,11 +333,11 @@ def test_a_hand_edited_config_json_is_refused_by_the_checkpoint(finished, tmp_pa
     with pytest.raises(ConfigError, match=r"checkpoints/30 was saved by a run with a different "
                                           r"config: optim.learning_rate=0.003 \(config says "
                                           r"0.1\)") as error:
-        loop.run(config, workdir)
+        experiment.run(config, workdir)
     assert "\n" not in str(error.value)
     config.optim.learning_rate = 0.003  # what the checkpoint trained with: config.json differs
     with pytest.raises(ConfigError, match=r"holds a run trained with a different config"):
-        loop.run(config, workdir)
+        experiment.run(config, workdir)
 
 
 @pytest.mark.parametrize("manifest", ["[]", '{"a": 3}', '{"../../x": [1, "00"]}'])
@@ -348,7 +348,7 @@ def test_a_malformed_checkpoint_manifest_is_named_and_the_checkpoint_set_aside(
     (latest / "jaxenc_manifest.json").write_text(manifest)
     path, what = checkpointing.integrity.problem(latest)
     assert path == latest / "jaxenc_manifest.json" and ("manifest" in what or "outside" in what)
-    loop.run(_tiny_config(), workdir)
+    experiment.run(_tiny_config(), workdir)
     assert (workdir / "checkpoints" / "30.corrupted").is_dir()
 
 
@@ -363,50 +363,50 @@ def _moved(splits: dict, root: str) -> dict:
 
 def test_the_same_data_at_another_path_resumes(finished, tmp_path, caplog):
     workdir = _copy(finished, tmp_path)
-    recorded = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
-    assert set(recorded[checkpointing.DATA_KEY]) == {"train", "dev", "test"}
+    recorded = json.loads((workdir / run_files.CONFIG_FILE).read_text())
+    assert set(recorded[run_files.DATA_KEY]) == {"train", "dev", "test"}
     config = _tiny_config()
     config.data.data_dir = "/elsewhere"
     splits = _moved(input_pipeline.load_splits(config), "/elsewhere")
     caplog.set_level(logging.INFO, logger="jaxenc")
     loop.train_and_evaluate(config, workdir, splits=splits)
     assert "resuming from step 30" in caplog.text
-    saved = json.loads((workdir / checkpointing.CONFIG_FILE).read_text())
-    assert saved[checkpointing.DATA_KEY] == recorded[checkpointing.DATA_KEY]
-    assert saved[checkpointing.HISTORY_KEY][0]["changed"] == {
+    saved = json.loads((workdir / run_files.CONFIG_FILE).read_text())
+    assert saved[run_files.DATA_KEY] == recorded[run_files.DATA_KEY]
+    assert saved[run_files.HISTORY_KEY][0]["changed"] == {
         "data.data_dir": [_tiny_config().data.data_dir, "/elsewhere"]}
 
 
 def test_other_data_is_refused_in_one_line_naming_the_split(finished, tmp_path):
     workdir = _copy(finished, tmp_path)
-    before = (workdir / checkpointing.CONFIG_FILE).read_text()
+    before = (workdir / run_files.CONFIG_FILE).read_text()
     splits = input_pipeline.load_splits(_tiny_config())
-    recorded = json.loads(before)[checkpointing.DATA_KEY]["train"]
+    recorded = json.loads(before)[run_files.DATA_KEY]["train"]
     splits["train"] = splits["train"][:-1]
     with pytest.raises(ConfigError) as error:
         loop.train_and_evaluate(_tiny_config(), workdir, splits=splits)
     message = str(error.value)
-    now = checkpointing.split_identity(splits["train"])
+    now = run_files.split_identity(splits["train"])
     assert message.startswith(
         f"--workdir {workdir} was trained on other train data ({recorded['examples']} examples, "
         f"sha256 {recorded['sha256'][:12]}; now {now['examples']} examples, "
         f"sha256 {now['sha256'][:12]}) (fix: use a new --workdir, or point "
         "--config.data.data_dir at the data it was trained on)")
     assert "\n" not in message and "dev data" not in message
-    assert (workdir / checkpointing.CONFIG_FILE).read_text() == before
+    assert (workdir / run_files.CONFIG_FILE).read_text() == before
 
 
 def test_a_run_without_a_data_record_resumes_and_records_it(finished, tmp_path, caplog):
     workdir = _copy(finished, tmp_path)
-    path = workdir / checkpointing.CONFIG_FILE
+    path = workdir / run_files.CONFIG_FILE
     saved = json.loads(path.read_text())
-    recorded = saved.pop(checkpointing.DATA_KEY)
+    recorded = saved.pop(run_files.DATA_KEY)
     path.write_text(json.dumps(saved))
     caplog.set_level(logging.INFO, logger="jaxenc")
-    loop.run(_tiny_config(), workdir)
+    experiment.run(_tiny_config(), workdir)
     assert "has no record of the data it was trained on" in caplog.text
     assert "resuming from step 30" in caplog.text
-    assert json.loads(path.read_text())[checkpointing.DATA_KEY] == recorded
+    assert json.loads(path.read_text())[run_files.DATA_KEY] == recorded
 
 
 # ----------------------------------------------------------------------------- refused writes
@@ -423,7 +423,7 @@ def test_a_read_only_workdir_is_one_line_naming_the_file(finished, tmp_path, mon
 
     monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(WriteError) as error:
-        loop.run(_tiny_config(num_steps=40), workdir)
+        experiment.run(_tiny_config(num_steps=40), workdir)
     assert str(error.value) == (f"cannot write {workdir.absolute() / '.lock'}: Permission denied "
                                 "(fix: make it writable, or pass a writable --workdir)")
 
@@ -440,7 +440,7 @@ def test_a_refused_write_of_a_run_file_is_one_line_naming_it(tmp_path, monkeypat
 
     monkeypatch.setattr(io, "open", full)
     with pytest.raises(WriteError) as error:
-        loop.run(_tiny_config(), workdir)
+        experiment.run(_tiny_config(), workdir)
     assert str(error.value) == (f"cannot write {workdir / name}: No space left on device (fix: "
                                 "free disk space there, or pass a --workdir on a disk with room)")
 
@@ -464,7 +464,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_previous_ones(finished, tmp_p
 
     monkeypatch.setattr(checkpointing._CheckpointManager, "save", full)
     with pytest.raises(WriteError) as error:
-        loop.run(_tiny_config(), workdir)
+        experiment.run(_tiny_config(), workdir)
     assert str(error.value) == (
         f"cannot write {workdir.absolute() / 'checkpoints' / '20'}: No space left on device; "
         "checkpoint 20 not saved, newest complete checkpoint there: step 10 (fix: free disk "
@@ -473,7 +473,7 @@ def test_a_full_disk_during_a_checkpoint_keeps_the_previous_ones(finished, tmp_p
     monkeypatch.undo()
 
     caplog.set_level(logging.INFO, logger="jaxenc")
-    loop.run(_tiny_config(), workdir)  # space freed: resumes from the intact checkpoint
+    experiment.run(_tiny_config(), workdir)  # space freed: resumes from the intact checkpoint
     assert "resuming from step 10" in caplog.text
     assert not any(".orbax-checkpoint-tmp" in p.name for p in (workdir / "checkpoints").iterdir())
     assert _checkpointed_steps(workdir) == [10, 20, 30]

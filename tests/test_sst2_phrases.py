@@ -8,7 +8,7 @@ import re
 import pytest
 
 from jaxenc.data import registry
-from jaxenc.training import loop
+from jaxenc.training import preparation
 from train.configs import dependency_transformer_sst2
 
 TREES = 200  # the first real train trees (the whole file gives 84k phrases: too slow for a test)
@@ -76,4 +76,4 @@ def test_dependency_transformer_sst2_config_trains_on_phrases():
     assert config.task.dataset == "sst2_phrases"
     info = registry.DATASETS["sst2_phrases"]
     assert info.kind == "single" and info.label_names == ("negative", "positive")
-    loop.validate(config)
+    preparation.validate(config)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from jaxenc.data import registry
-from jaxenc.training import input_pipeline, loop, run_report
+from jaxenc.training import experiment, input_pipeline, run_report
 from train.configs import base
 
 GLOVE_50D = Path("glove_subsets") / "glove.6B.50d.first2446.txt"
@@ -28,7 +28,7 @@ def test_bag_on_trec_beats_chance_by_far(data_root, tmp_path):
     assert not {e.uid for e in splits["dev"]} & {e.uid for e in splits["train"]}
     majority = max(sum(e.label == c for e in splits["dev"]) for c in range(6)) / 545
 
-    (row,) = loop.run(config, tmp_path)
+    (row,) = experiment.run(config, tmp_path)
     assert row["dev accuracy"] > majority + 0.35, (row, majority)
     assert row["test accuracy"] > 0.6, row
     dev = run_report.read_metrics(tmp_path / run_report.METRICS_FILE, "dev")
@@ -39,7 +39,7 @@ def test_bag_on_sick_r_learns_relatedness(data_root, tmp_path):
     config = _short(base.get_config("bag,sick_r"), data_root, epochs=3)
     info = registry.DATASETS["sick_r"]
     assert info.kind == "relatedness" and info.num_classes == 5
-    (row,) = loop.run(config, tmp_path)
+    (row,) = experiment.run(config, tmp_path)
     assert row["dev pearson"] > 0.5 and row["test pearson"] > 0.5, row
     assert 0.0 < row["test mse"] < 1.5 and row["test spearman"] > 0.4, row
 

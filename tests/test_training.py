@@ -29,7 +29,16 @@ from jaxenc.records import Example, Sentence
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import checkpointing, input_pipeline, loop, predict, run_report
+from jaxenc.training import (
+    checkpointing,
+    experiment,
+    input_pipeline,
+    loop,
+    predict,
+    preparation,
+    run_files,
+    run_report,
+)
 from jaxenc.training.optim import build_optimizer, weight_decay_mask
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params
@@ -250,12 +259,12 @@ def test_checkpoint_round_trip(tmp_path):
 
 def test_checkpoint_of_another_config_is_refused(tmp_path):
     config = tiny_config()
-    checkpointing.save_run_files(tmp_path, config, {})
-    assert checkpointing.check_compatible(tmp_path, config) == {}  # same config: fine
+    run_files.save_run_files(tmp_path, config, {})
+    assert run_files.check_compatible(tmp_path, config) == {}  # same config: fine
     other = tiny_config()
     other.model.embed_dim = 32
     with pytest.raises(ConfigError, match="model.embed_dim=16.*32.*new --workdir"):
-        checkpointing.check_compatible(tmp_path, other)
+        run_files.check_compatible(tmp_path, other)
 
 
 @pytest.mark.parametrize("changes, refused", [
@@ -266,11 +275,11 @@ def test_checkpoint_of_another_config_is_refused(tmp_path):
     ({"train.num_steps": 0, "train.epochs": 20}, ["train.num_steps"]),  # epochs instead
 ])
 def test_every_key_that_changes_results_is_refused_on_resume(tmp_path, changes, refused):
-    checkpointing.save_run_files(tmp_path, tiny_config(), {})
+    run_files.save_run_files(tmp_path, tiny_config(), {})
     other = tiny_config()
     other.update_from_flattened_dict(changes)
     with pytest.raises(ConfigError) as error:
-        checkpointing.check_compatible(tmp_path, other)
+        run_files.check_compatible(tmp_path, other)
     message = str(error.value)
     assert "\n" not in message and "(fix: use a new --workdir" in message
     named = re.findall(r"([\w.]+)=\S+ \(config says", message)
@@ -278,61 +287,61 @@ def test_every_key_that_changes_results_is_refused_on_resume(tmp_path, changes, 
 
 
 def test_bookkeeping_changes_and_a_longer_run_are_allowed(tmp_path):
-    checkpointing.save_run_files(tmp_path, tiny_config(), {})
+    run_files.save_run_files(tmp_path, tiny_config(), {})
     other = tiny_config()
     allowed = {"train.eval_every": 5, "train.log_every": 1, "train.progress_bar": True,
                "train.num_steps": 80, "train.nonfinite": "skip", "checkpoint.every": 3,
                "data.data_dir": "/elsewhere", "data.eval_batch_size": 64}
     other.update_from_flattened_dict(allowed)
     other.baselines.transformer = tiny_config("transformer").model
-    changes = checkpointing.check_compatible(tmp_path, other)
+    changes = run_files.check_compatible(tmp_path, other)
     assert {key: new for key, (_, new) in changes.items()
             if not key.startswith("baselines.transformer.")} == allowed
     assert changes["train.num_steps"] == (40, 80) and "baselines.transformer.name" in changes
 
 
 def test_a_run_saved_before_a_model_option_existed_resumes_at_its_default(tmp_path):
-    checkpointing.save_run_files(tmp_path, tiny_config(), {})
-    path = tmp_path / checkpointing.CONFIG_FILE
+    run_files.save_run_files(tmp_path, tiny_config(), {})
+    path = tmp_path / run_files.CONFIG_FILE
     saved = json.loads(path.read_text())
     del saved["model"]["dtype"]  # as if the run predated the option (default "float32")
     path.write_text(json.dumps(saved))
-    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    changes = run_files.check_compatible(tmp_path, tiny_config())
     assert changes == {"model.dtype": ("<absent>", "float32")}
     other = tiny_config()
     other.model.dtype = "bfloat16"  # not what the saved run computed
     with pytest.raises(ConfigError, match=r"model.dtype='<absent>' \(config says 'bfloat16'\)"):
-        checkpointing.check_compatible(tmp_path, other)
+        run_files.check_compatible(tmp_path, other)
     del saved["task"]["split_seed"]  # a task key added after the run: -1 carves as before
     path.write_text(json.dumps(saved))
-    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    changes = run_files.check_compatible(tmp_path, tiny_config())
     assert changes == {"model.dtype": ("<absent>", "float32"), "task.split_seed": ("<absent>", -1)}
     other = tiny_config()
     other.task.split_seed = 3  # carves other splits than the saved run's
     with pytest.raises(ConfigError, match=r"task.split_seed absent, i.e. -1 \(config says 3; "
                                           r"resume with --config.task.split_seed=-1\)"):
-        checkpointing.check_compatible(tmp_path, other)
+        run_files.check_compatible(tmp_path, other)
     del saved["train"]["patience_min_epochs"]  # 0.0 stops by evaluations alone, as before
     path.write_text(json.dumps(saved))
-    changes = checkpointing.check_compatible(tmp_path, tiny_config())
+    changes = run_files.check_compatible(tmp_path, tiny_config())
     assert changes["train.patience_min_epochs"] == ("<absent>", 0.0)
     other = tiny_config()
     other.train.patience_min_epochs = 1.0  # stops later than the saved run would
     with pytest.raises(ConfigError, match=r"train.patience_min_epochs absent, i.e. 0.0"):
-        checkpointing.check_compatible(tmp_path, other)
+        run_files.check_compatible(tmp_path, other)
     del saved["optim"]["flatten"]  # optimiser state per leaf: resumes only with flatten off
     path.write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match=r"optim.flatten absent, i.e. False \(config says True; "
                                           r"resume with --config.optim.flatten=False\)"):
-        checkpointing.check_compatible(tmp_path, tiny_config())
+        run_files.check_compatible(tmp_path, tiny_config())
     other = tiny_config()
     other.optim.flatten = False
-    assert checkpointing.check_compatible(tmp_path, other)["optim.flatten"] == (
+    assert run_files.check_compatible(tmp_path, other)["optim.flatten"] == (
         "<absent>", False)
     del saved["train"]["seed"]  # not a model option: never assumed
     path.write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match="train.seed='<absent>'"):
-        checkpointing.check_compatible(tmp_path, tiny_config())
+        run_files.check_compatible(tmp_path, tiny_config())
 
 
 @pytest.mark.parametrize("model, option", [("meanmax_aae", "end_token"),
@@ -344,16 +353,16 @@ def test_a_run_saved_before_a_behaviour_changing_option_reads_back_as_trained(tm
     before = build_encoder_config_class(model).BEFORE_OPTION[option]
     config = base.get_config(f"{model},synthetic")
     assert config.model[option] != before  # the default is the new behaviour
-    checkpointing.save_run_files(tmp_path, config, {})
-    path = tmp_path / checkpointing.CONFIG_FILE
+    run_files.save_run_files(tmp_path, config, {})
+    path = tmp_path / run_files.CONFIG_FILE
     saved = json.loads(path.read_text())
     del saved["model"][option]
     path.write_text(json.dumps(saved))
-    assert checkpointing.load_config(tmp_path).model[option] == before
+    assert run_files.load_config(tmp_path).model[option] == before
     with pytest.raises(ConfigError, match=rf"model.{option}={before!r} \(config says"):
-        checkpointing.check_compatible(tmp_path, config)  # resuming at the new default
+        run_files.check_compatible(tmp_path, config)  # resuming at the new default
     config.model[option] = before
-    assert checkpointing.check_compatible(tmp_path, config) == {}
+    assert run_files.check_compatible(tmp_path, config) == {}
 
 
 def build_encoder_config_class(model: str) -> type:
@@ -479,7 +488,7 @@ def test_a_diverging_loss_stops_the_run_at_the_bound_naming_the_step(tmp_path):
     config.train.log_every = 1
     config.checkpoint.every = 1
     with pytest.raises(DivergedError) as error:
-        loop.run(config, tmp_path)
+        experiment.run(config, tmp_path)
     message = str(error.value)
     found = re.match(r"step (\d+): training loss (\S+), gradient norm (\S+): the loss is above "
                      r"--config.train.divergence_bound=10000, the run diverged; stopped, the "
@@ -495,7 +504,7 @@ def test_a_diverging_loss_stops_the_run_at_the_bound_naming_the_step(tmp_path):
 
 def test_a_nan_loss_stops_the_run_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
     with pytest.raises(NonFiniteError, match=r"step (\d+): training loss nan") as error:
-        loop.run(_diverging_config("stop"), tmp_path)
+        experiment.run(_diverging_config("stop"), tmp_path)
     step = int(re.search(r"step (\d+)", str(error.value)).group(1))
     assert step > 1 and f"latest checkpoint (step {step - 1})" in str(error.value)
     assert "\n" not in str(error.value) and "nonfinite=skip" in str(error.value)
@@ -509,7 +518,7 @@ def test_a_nan_loss_stops_the_run_naming_the_step_and_keeps_the_last_good_checkp
 def test_skipped_non_finite_steps_leave_finite_params_and_records(tmp_path, caplog):
     config = _diverging_config("skip")
     config.checkpoint.every = 0  # at the evaluations
-    rows = loop.run(config, tmp_path)
+    rows = experiment.run(config, tmp_path)
     assert rows[0]["steps"] == 12
     assert "skipped the updates of" in caplog.text
     train = run_report.read_metrics(tmp_path / run_report.METRICS_FILE, "train")  # one per step
@@ -577,7 +586,7 @@ def finished_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("run")
     config = tiny_config()
     config.baselines.transformer = tiny_config("transformer").model
-    return config, workdir, loop.run(config, workdir)
+    return config, workdir, experiment.run(config, workdir)
 
 
 def test_run_writes_checkpoints_metrics_table_and_curves(finished_run):
@@ -665,7 +674,7 @@ def test_showcase_exports_the_best_model_and_compares_a_minimal_pair(finished_ru
     exported = jaxenc.load(workdir / showcase.EXPORT_DIR)
     assert exported.model_config["name"] == best["model"]
     # the job prints which model it exported, from which run and checkpoint; results.md says so
-    checkpoint = Path(best["workdir"]).resolve() / checkpointing.BEST_DIR / str(best["best step"])
+    checkpoint = Path(best["workdir"]).resolve() / run_files.BEST_DIR / str(best["best step"])
     printed = capsys.readouterr().out
     assert printed.startswith(
         f"exported {best['model']} trained on synthetic, step {best['best step']} (dev accuracy "
@@ -710,7 +719,7 @@ def test_bad_names_fail_before_any_work(tmp_path, section, key, value, message):
     config = tiny_config()
     config[section][key] = value
     with pytest.raises(ConfigError, match=message):
-        loop.run(config, tmp_path)
+        experiment.run(config, tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -732,18 +741,18 @@ def test_phrase_repeats_oversample_sst_train_only(data_root, tmp_path):
     config = base.get_config("bag,trec")
     config.data.phrase_repeats = 3
     with pytest.raises(ConfigError, match="phrase_repeats=3 applies to sst5_phrases only"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
     assert not (tmp_path / "run").exists()
     config.data.phrase_repeats = 0
     with pytest.raises(ConfigError, match="phrase_repeats=0: must be a positive integer"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
 
 
 def test_missing_data_folder_is_a_data_error(tmp_path):
     config = base.get_config("bag,trec")
     config.data.data_dir = str(tmp_path / "nowhere")
     with pytest.raises(DataError, match="nowhere: data folder does not exist"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
 
 
 def test_max_length_below_every_example_is_a_config_error(tmp_path):
@@ -751,14 +760,14 @@ def test_max_length_below_every_example_is_a_config_error(tmp_path):
     config.data.max_length = 2
     with pytest.raises(ConfigError, match=r"data.max_length=2 is below every training example "
                                           r"\(the shortest has \d+ tokens\).*fix: "):
-        loop.run(config, tmp_path)
+        experiment.run(config, tmp_path)
 
 
 @pytest.mark.parametrize("below", ["", "sub/run"])
 def test_a_workdir_that_is_a_file_is_a_config_error(tmp_path, below):
     (tmp_path / "file").write_text("not a run\n")
     with pytest.raises(ConfigError, match=r"file is a file, not a folder"):
-        loop.run(tiny_config(), tmp_path / "file" / below)
+        experiment.run(tiny_config(), tmp_path / "file" / below)
 
 
 def _trec_folder(tmp_path, train_lines: int) -> Path:
@@ -774,14 +783,14 @@ def test_an_empty_data_file_is_a_data_error_naming_it(tmp_path):
     config = base.get_config("bag,trec")
     config.data.data_dir = str(_trec_folder(tmp_path, 0))
     with pytest.raises(DataError, match=r"trec/TREC.train: the file is empty"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
 
 
 def test_a_carved_split_without_examples_is_a_data_error(tmp_path):
     config = base.get_config("bag,trec")
     config.data.data_dir = str(_trec_folder(tmp_path, 1))  # one example: none to carve
     with pytest.raises(DataError, match=r"'trec' has no dev examples.*task.dev_fraction"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")
 
 
 def test_a_carved_split_takes_at_least_one_example():
@@ -846,7 +855,7 @@ def test_every_config_names_known_parts(name, tmp_path):
     if config.task.dataset == "files":  # a user's own file (compare.py's default)
         config.data.train_file = str(tmp_path / "mine.tsv")
         (tmp_path / "mine.tsv").write_text("yes\ta sentence .\n")
-    loop.validate(config)
+    preparation.validate(config)
     for name, model_cfg in config.baselines.items():
         assert model_cfg.name == name
     assert build_encoder(config.model, vocab_size=10) is not None
@@ -858,14 +867,14 @@ def test_dropout_bits_that_draw_the_same_bits_resume(tmp_path, keep_prob, resume
     bits (keep_prob 0.9), and is refused where it draws 2 (0.75: another random stream)."""
     saved = base.get_config("disan,synthetic")
     saved.model.update(dict(keep_prob=keep_prob, dropout_bits=8))
-    checkpointing.save_run_files(tmp_path, saved, {})
+    run_files.save_run_files(tmp_path, saved, {})
     other = base.get_config("disan,synthetic")
     other.model.update(dict(keep_prob=keep_prob, dropout_bits=0))
     if resumes:
-        assert checkpointing.check_compatible(tmp_path, other) == {}
+        assert run_files.check_compatible(tmp_path, other) == {}
     else:
         with pytest.raises(ConfigError, match=r"model.dropout_bits=8 \(config says 0\)"):
-            checkpointing.check_compatible(tmp_path, other)
+            run_files.check_compatible(tmp_path, other)
 
 
 def test_vector_vocabulary_appends_vector_words_that_keep_their_vectors(tmp_path):
@@ -885,7 +894,7 @@ def test_vector_vocabulary_appends_vector_words_that_keep_their_vectors(tmp_path
     path.write_text("".join(f"{word} {' '.join(map(str, v))}\n" for word, v in vectors.items()),
                     encoding="utf-8")
     config.data.update(dict(embeddings=str(path), vector_vocabulary=3))
-    loop.run(config, tmp_path / "run")
+    experiment.run(config, tmp_path / "run")
     vocab = Vocabulary.load(tmp_path / "run" / "vocab.txt")
     assert vocab.tokens == train_vocab.tokens + ("quokka", "zebra")
     checkpoints = checkpointing.Checkpoints(tmp_path / "run", keep=2, best_k=1, repair=False)
@@ -900,4 +909,4 @@ def test_vector_vocabulary_without_vectors_is_refused(tmp_path):
     config = tiny_config("bag")
     config.data.vector_vocabulary = 10
     with pytest.raises(ConfigError, match="data.vector_vocabulary"):
-        loop.run(config, tmp_path / "run")
+        experiment.run(config, tmp_path / "run")

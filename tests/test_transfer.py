@@ -271,7 +271,7 @@ def test_cache_encodes_distinct_sentences_once_and_reuses_the_file(tmp_path):
 @pytest.fixture(scope="module")
 def trained_bag_run(tmp_path_factory):
     """A few training steps of the bag-of-words encoder on the embedded synthetic data."""
-    from jaxenc.training import loop
+    from jaxenc.training import experiment
     from train.configs import base
 
     config = base.get_config("bag,synthetic")
@@ -280,7 +280,7 @@ def trained_bag_run(tmp_path_factory):
     config.data.update(dict(batch_size=16, eval_batch_size=64, max_length=32, bucket_step=16))
     config.train.update(dict(num_steps=2, eval_every=2, log_every=2, progress_bar=False))
     workdir = tmp_path_factory.mktemp("bag_run")
-    loop.run(config, workdir)
+    experiment.run(config, workdir)
     return workdir
 
 

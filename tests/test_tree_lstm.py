@@ -34,7 +34,7 @@ from jaxenc.structures.formats import read_conllu
 from jaxenc.structures.relations import levels
 from jaxenc.structures.trees import DependencyTree
 from jaxenc.tasks.tasks import build_task
-from jaxenc.training import input_pipeline, loop, run_report
+from jaxenc.training import input_pipeline, preparation, run_report
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step
 from train.configs import base
@@ -479,7 +479,7 @@ def test_sick_config_trains_one_step_on_real_data_with_spacy_trees(name, tiny_da
     config.data.update(dict(data_dir=str(tiny_data_dir(config.task.dataset, 10)),
                             batch_size=8, eval_batch_size=8))
     mesh = make_mesh(jax.devices()[:1])
-    setup = loop.prepare(config, tmp_path / "run", mesh, input_pipeline.load_splits(config))
+    setup = preparation.prepare(config, tmp_path / "run", mesh, input_pipeline.load_splits(config))
     batch = next(setup.batchers["train"].epoch(0))
     assert np.all(batch["first/heads"][:, 0] == -1)
     assert np.all(np.sum(batch["first/heads"] == 0, axis=1) == (batch["weight"] > 0))

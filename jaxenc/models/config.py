@@ -54,7 +54,7 @@ class EncoderConfig:
     """
 
     # {field: the value a saved model config that lacks the field is read with}
-    # (jaxenc.training.checkpointing.saved_config): the value that computes what such a config
+    # (jaxenc.training.run_files.saved_config): the value that computes what such a config
     # computes, so the run resumes, encodes and exports as it was trained. Only options whose
     # default computes something else are listed.
     BEFORE_OPTION: ClassVar[Mapping[str, Any]] = {}

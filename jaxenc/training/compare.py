@@ -35,8 +35,8 @@ from typing import Any
 from jaxenc import cli
 from jaxenc import configs as base
 from jaxenc.errors import ConfigError, DataError
-from jaxenc.training import checkpointing, run_report
-from jaxenc.training.checkpointing import flatten
+from jaxenc.training import run_files, run_report
+from jaxenc.training.run_files import flatten
 
 # Config entries that do not change a run's results: left out of grouping and labels. The
 # sections of other runs (a Transformer twin under `baselines`) and of what is done after training
@@ -47,7 +47,7 @@ BOOKKEEPING = frozenset({"train.seed", "train.log_every", "train.progress_bar",
 
 
 def _is_bookkeeping(key: str) -> bool:
-    return key in BOOKKEEPING or key.split(".")[0] in checkpointing.RESUMABLE_SECTIONS
+    return key in BOOKKEEPING or key.split(".")[0] in run_files.RESUMABLE_SECTIONS
 _NOT_METRICS = frozenset({"step", "split", "loss"})
 # table column -> cost record key (run_report.COST), each a mean over the group's runs that have it
 COST_COLUMNS = {"train s": run_report.TRAIN_SECONDS, "encode sent/s": run_report.ENCODE_RATE}
@@ -64,13 +64,13 @@ def read_run(workdir: str | os.PathLike) -> dict[str, Any]:
     finished run: the last test record and the dev record of the same (best) step."""
     workdir = Path(workdir)
     metrics_path = workdir / run_report.METRICS_FILE
-    config_path = workdir / checkpointing.CONFIG_FILE
+    config_path = workdir / run_files.CONFIG_FILE
     for path in (config_path, metrics_path):
         if not path.is_file():  # no metrics.jsonl beside a config.json: a run just started
             error = DataError if path == config_path else UnfinishedRunError
             raise error("file not found", path=path,
                         fix="give run directories written by python -m train.main")
-    config = flatten(checkpointing.saved_config(workdir))
+    config = flatten(run_files.saved_config(workdir))
     missing = [key for key in REQUIRED_KEYS if key not in config]
     if missing:
         raise DataError(f"lacks {' and '.join(missing)}, which every train.main config has",
@@ -164,13 +164,13 @@ def baseline_runs(workdir: str | os.PathLike) -> list[Path]:
     """The run directories of `workdir`'s baselines (baselines/<name> with a config.json): in
     the order of the baselines section of workdir's config.json (train.main's order), then
     any others in name order; [] when there are none."""
-    folder = Path(workdir) / checkpointing.BASELINES_DIR
+    folder = Path(workdir) / run_files.BASELINES_DIR
     if not folder.is_dir():
         return []
     found = {path.name: path for path in folder.iterdir()
-             if (path / checkpointing.CONFIG_FILE).is_file()}
+             if (path / run_files.CONFIG_FILE).is_file()}
     try:
-        order = list(json.loads((Path(workdir) / checkpointing.CONFIG_FILE).read_text())
+        order = list(json.loads((Path(workdir) / run_files.CONFIG_FILE).read_text())
                      .get("baselines") or {})
     except (OSError, ValueError, AttributeError):  # read_run names a bad config.json
         order = []
@@ -180,11 +180,11 @@ def baseline_runs(workdir: str | os.PathLike) -> list[Path]:
 
 def seed_folders(workdir: str | os.PathLike) -> list[Path]:
     """The folders of `workdir`'s further seeds (seeds/<seed> with a config.json), by seed."""
-    folder = Path(workdir) / checkpointing.SEEDS_DIR
+    folder = Path(workdir) / run_files.SEEDS_DIR
     if not folder.is_dir():
         return []
     return sorted((path for path in folder.iterdir()
-                   if path.name.isdigit() and (path / checkpointing.CONFIG_FILE).is_file()),
+                   if path.name.isdigit() and (path / run_files.CONFIG_FILE).is_file()),
                   key=lambda path: int(path.name))
 
 

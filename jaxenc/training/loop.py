@@ -1,12 +1,8 @@
-"""The training job: data -> vocabulary -> features -> batches -> jitted steps over a mesh.
-
-`run(config, workdir)` trains the configured model, then each baseline of `config.baselines`
-(in workdir/baselines/<name>: same task, data and optimiser, another model section), for each of
-`train.seeds` seeds (`planned_runs`), and writes one results table and one curves plot for all
-of them. `train_and_evaluate(config, workdir)` is one such training run:
+"""The training job: one training run, data -> vocabulary -> features -> batches
+(`preparation.prepare`) -> jitted steps over a mesh. `train_and_evaluate(config, workdir)`:
 
 - refuses to resume on other data than it was trained on (each split's example count and content
-  hash, `checkpointing.data_identity`; the same data at another data.data_dir resumes; a run
+  hash, `run_files.data_identity`; the same data at another data.data_dir resumes; a run
   that predates the record resumes uncompared and records it);
 - evaluates on dev every `train.eval_every` steps (0: once per epoch) and at the end, keeps the
   `checkpoint.best_k` best parameter sets by the task's primary metric, stops after
@@ -33,89 +29,41 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import flax.linen as nn
 import jax
 import ml_collections
 import numpy as np
-import optax
 import tqdm
 from jax.sharding import Mesh
 
-from jaxenc.data import corpus, labelled_files, registry
 from jaxenc.data.batching import Batcher
-from jaxenc.data.embeddings import load_vectors
-from jaxenc.data.featurize import RELATIONS_FILE, Featurizer, relation_vocabulary, tag_index
-from jaxenc.errors import ConfigError, DivergedError, NonFiniteError
-from jaxenc.files import writing
-from jaxenc.models import registry as models
+from jaxenc.errors import DivergedError, NonFiniteError
 from jaxenc.records import Example
-from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
-from jaxenc.training import checkpointing, compilation, locking, measure, run_report
-from jaxenc.training.input_pipeline import (
-    DECODE,
-    EVAL_SPLITS,
-    PHRASE_DATASETS,
-    build_vocabularies,
-    load_splits,
-    make_batchers,
+from jaxenc.tasks.tasks import Task
+from jaxenc.training import (
+    checkpointing,
+    compilation,
+    locking,
+    measure,
+    preparation,
+    run_files,
+    run_report,
 )
-from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
+from jaxenc.training.input_pipeline import DECODE, EVAL_SPLITS, load_splits
 from jaxenc.training.preemption import PreemptionWatch
-from jaxenc.training.sharding import (
-    check_batch_sizes,
-    check_loop_settings,
-    initialize_distributed,
-    make_mesh,
-    replicated,
-    shard_batch,
-)
-from jaxenc.training.state import (
-    TrainState,
-    create_train_state,
-    init_params,
-    with_pretrained_embeddings,
-)
+from jaxenc.training.sharding import make_mesh, replicated, shard_batch
+from jaxenc.training.state import TrainState
 from jaxenc.training.steps import (
     CompiledPerShape,
     EvalStep,
-    make_eval_step,
     make_test_step,
     make_train_step,
     to_host,
 )
-from jaxenc.training.validation import check_config
 
 log = logging.getLogger(__name__)
-
-NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
-
-
-def validate(config: ml_collections.ConfigDict) -> None:
-    """Fails fast, before any data is read, on names and values the config gets wrong."""
-    check_config(config)
-    if config.model.name not in models.ENCODERS:
-        raise ConfigError(f"unknown model {config.model.name!r} (fix: set --config.model.name to "
-                          f"one of {', '.join(models.ENCODERS)})")
-    if config.optim.name not in OPTIMIZERS:
-        raise ConfigError(f"unknown optimizer {config.optim.name!r} (fix: set "
-                          f"--config.optim.name to one of {', '.join(OPTIMIZERS)})")
-    if config.task.dataset not in registry.DATASETS:
-        raise ConfigError(f"unknown dataset {config.task.dataset!r} (fix: set "
-                          f"--config.task.dataset to one of {', '.join(registry.DATASETS)})")
-    if config.train.nonfinite not in NONFINITE_POLICIES:
-        raise ConfigError(f"train.nonfinite={config.train.nonfinite!r} (fix: set "
-                          f"--config.train.nonfinite to one of {', '.join(NONFINITE_POLICIES)})")
-    if config.task.dataset == labelled_files.NAME:
-        labelled_files.check_files(config.data)
-    repeats, dataset = (config.data.get("phrase_repeats", 1),
-                        registry.DATASETS[config.task.dataset].name)
-    if repeats > 1 and dataset not in PHRASE_DATASETS:
-        raise ConfigError(f"data.phrase_repeats={repeats} applies to {', '.join(PHRASE_DATASETS)} "
-                          f"only, not {dataset!r} (fix: leave --config.data.phrase_repeats at 1)")
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -146,15 +94,6 @@ def metrics_file(workdir: Path) -> run_report.MetricsLog:
     """The run's metrics.jsonl, written by process 0 only (every process computes the same)."""
     return run_report.MetricsLog(workdir / run_report.METRICS_FILE,
                                  enabled=jax.process_index() == 0)
-
-
-def count_params(params: dict) -> tuple[int, int]:
-    """(all parameters, parameters outside embedding tables)."""
-    leaves = jax.tree_util.tree_leaves_with_path(params)
-    total = sum(leaf.size for _, leaf in leaves)
-    tables = sum(leaf.size for path, leaf in leaves
-                 if getattr(path[-1], "key", None) == EMBEDDING_LEAF)
-    return total, total - tables
 
 
 @dataclasses.dataclass
@@ -201,100 +140,6 @@ class Position:
             return False
         self.top_scores = sorted([*self.top_scores, score], reverse=True)[:best_k]
         return True
-
-
-@dataclasses.dataclass
-class Setup:
-    """A run ready to train: batches, the task model, the optimiser, the initial state, the
-    jitted evaluation step (one for the run: each bucket compiles once, however often dev and
-    test are evaluated) and the featurizer of its examples."""
-
-    config: ml_collections.ConfigDict
-    workdir: Path
-    info: registry.DatasetInfo
-    batchers: dict[str, Batcher]
-    task: Task
-    model: nn.Module
-    tx: optax.GradientTransformation
-    mesh: Mesh
-    state: TrainState
-    eval_step: EvalStep
-    summary: str  # one line: what is trained on what
-    samples: GreedySamples | None = None  # seq2seq: printed at each evaluation
-    featurizer: Featurizer | None = None  # what turned the examples into features
-
-
-def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
-            splits: dict[str, list[Example]],
-            identity: Mapping[str, Mapping[str, Any]] | None = None) -> Setup:
-    """Featurizes `splits` (from `load_splits`), builds the model, initialises the state (step 0)
-    and writes config.json (with the splits' data identity: `identity` when the caller computed
-    it, `checkpointing.data_identity`) and the vocabularies into `workdir` unless a previous run
-    did. The config is checked first (`check_config`), which resolves its "auto" model options
-    in place: what is built and recorded is the same whether or not the caller checked it."""
-    check_config(config)
-    data_cfg, seed = config.data, config.train.seed
-    check_batch_sizes(data_cfg, mesh)
-    info = registry.dataset_info(config)
-    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg,
-                                      filtered=info.name == corpus.NAME)
-    vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
-    encoder = models.build_encoder(config.model, len(vocab))
-    check_loop_settings(encoder.config, mesh)
-    pretrained = found = None
-    if data_cfg.embeddings:
-        vectors = load_vectors(data_cfg.embeddings, vocab, oov=data_cfg.oov, seed=seed,
-                               lowercase_fallback=data_cfg.lowercase_fallback,
-                               expected_dim=config.model.embed_dim)
-        log.info("word vectors: %s", vectors.coverage)
-        pretrained, found = vectors.matrix, vectors.found if data_cfg.oov == "drop" else None
-    tags = tag_index(splits["train"]) if info.kind == "tagging" else None
-    needs, parse_cache = models.structure_spec(config.model), workdir / "parse_cache"
-    relation_vocab = relation_vocabulary(workdir, config.model, needs.fields,
-                                         splits["train"], cache_dir=parse_cache)
-    featurizer = Featurizer(
-        kind=info.kind, vocab=vocab, model_cfg=config.model, structure_fields=needs.fields,
-        prefix=needs.prefix_tokens, found=found, target_vocab=target_vocab, tags=tags,
-        lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
-        parse_cache_dir=parse_cache)
-    task = build_task(info.kind, config.task, num_classes=info.num_classes,
-                      min_score=info.score_range[0] if info.score_range else 1.0,
-                      num_tags=len(tags) if tags is not None else None,
-                      target_vocab_size=len(target_vocab) if target_vocab is not None else None,
-                      target_vocab=target_vocab)
-    batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
-                             data_cfg, seed, packing=needs.packing, groups=mesh.size,
-                             train_cfg=config.train, decode=task.generates)
-    model = task.build_model(encoder)
-
-    params = init_params(model, next(batchers["train"].epoch(0)), seed)
-    if pretrained is not None:
-        params = with_pretrained_embeddings(params, pretrained)
-    tx = build_optimizer(config.optim, params, data_cfg.freeze_embeddings)
-    state = create_train_state(params, tx, seed, replicated(mesh))
-    if jax.process_index() == 0 and not (workdir / checkpointing.CONFIG_FILE).is_file():
-        checkpointing.save_run_files(
-            workdir, config, vocabularies,
-            identity if identity is not None else checkpointing.data_identity(splits),
-            dataset=dict(name=info.name, kind=info.kind, num_classes=info.num_classes,
-                         label_names=info.label_names, score_range=info.score_range))
-        with writing(workdir):
-            if tags is not None:
-                (workdir / "tags.txt").write_text("".join(f"{tag}\n" for tag in tags))
-            if relation_vocab is not None:
-                relation_vocab.save(workdir / RELATIONS_FILE)
-    total, outside = count_params(params)
-    summary = (f"{config.model.name} on {info.name} ({info.kind}): "
-               f"{'/'.join(str(len(splits[s])) for s in ('train', 'dev', 'test'))} "
-               f"train/dev/test examples, vocabulary {len(vocab)}, {total:,} parameters "
-               f"({outside:,} outside embeddings), {mesh.size} device(s), batch "
-               f"{data_cfg.batch_size}, {batchers['train'].num_batches} steps per epoch")
-    samples = None
-    if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
-        samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
-                                config.train.samples, config.task.head.decoder.max_decode_length)
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state,
-                 make_eval_step(model, task, mesh), summary, samples, featurizer)
 
 
 class _TrainLog:
@@ -411,7 +256,7 @@ def _handle_bad_steps(bad: list[tuple[int, dict[str, float]]], policy: str, boun
     raise NonFiniteError(f"{values}; stopped, {kept} (fix: {fix})")
 
 
-def fit(setup: Setup, state: TrainState, position: Position,
+def fit(setup: preparation.Setup, state: TrainState, position: Position,
         checkpoints: checkpointing.Checkpoints) -> tuple[TrainState, Position]:
     """Trains from `state` / `position` to the end (or early stop); returns the final state and
     position. On SIGTERM / SIGINT saves a checkpoint after the step in progress and raises
@@ -483,10 +328,10 @@ def _stop(checkpoints: checkpointing.Checkpoints, watch: PreemptionWatch, step: 
           workdir: Path) -> None:
     """Raises `Preempted` once the checkpoint of `step` is on disk."""
     checkpoints.wait()
-    raise watch.preempted(step, str(workdir / checkpointing.LATEST_DIR / str(step)))
+    raise watch.preempted(step, str(workdir / run_files.LATEST_DIR / str(step)))
 
 
-def _evaluate_dev(setup: Setup, state: TrainState, step: int,
+def _evaluate_dev(setup: preparation.Setup, state: TrainState, step: int,
                   checkpoints: checkpointing.Checkpoints, train_log: _TrainLog) -> None:
     """Evaluates on dev (not timed as training), records it, and keeps the params when they
     are among the best."""
@@ -520,11 +365,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path,
     XLA compilations of this process that the persistent compilation cache
     (train.compilation_cache) did not serve ("compiles") and those it did ("cache hits"), and
     "notes" (lines for results.md, e.g. sacrebleu's score). `splits` are the examples when
-    already loaded (`run` shares them with the baselines). Holds `workdir`'s lock
+    already loaded (`experiment.run` shares them with the baselines). Holds `workdir`'s lock
     (`locking.hold`) while it trains."""
     workdir = Path(workdir)
-    validate(config)
-    changes = checkpointing.check_compatible(workdir, config)
+    preparation.validate(config)
+    changes = run_files.check_compatible(workdir, config)
     with (locking.hold(workdir),
           compilation.persistent_cache(config.train.compilation_cache),
           compilation.CompileRecorder() as recorder):
@@ -541,30 +386,31 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
                         changes: dict[str, tuple[Any, Any]], mesh: Mesh | None,
                         splits: dict[str, list[Example]] | None) -> dict[str, Any]:
     """`train_and_evaluate` inside its lock and compilation cache; `changes`: the config's
-    changes to record (`checkpointing.check_compatible`)."""
+    changes to record (`run_files.check_compatible`)."""
     splits = load_splits(config) if splits is None else splits
-    identity = checkpointing.data_identity(splits)
-    data_recorded = checkpointing.check_data(workdir, identity)
-    setup = prepare(config, workdir, make_mesh() if mesh is None else mesh, splits, identity)
+    identity = run_files.data_identity(splits)
+    data_recorded = run_files.check_data(workdir, identity)
+    setup = preparation.prepare(config, workdir, make_mesh() if mesh is None else mesh, splits,
+                                identity)
     checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
                                             config.checkpoint.best_k)
     state, position = setup.state, Position()
     restored = checkpoints.restore_latest(state)
     if restored is not None:
         state, position = restored[0], Position(**restored[1])
-        checkpointing.check_checkpoint_config(
+        run_files.check_checkpoint_config(
             position.config, config,
-            workdir / checkpointing.LATEST_DIR / str(int(state.step)))
+            workdir / run_files.LATEST_DIR / str(int(state.step)))
         log.info("resuming from step %d (epoch %d, batch %d)", int(state.step), position.epoch,
                  position.batch)
-    position.config = checkpointing.config_to_dict(config)
+    position.config = run_files.config_to_dict(config)
     metrics_file(workdir).drop_after(int(state.step))
     if jax.process_index() == 0:
         if not data_recorded:
-            checkpointing.record_data(workdir, identity)
+            run_files.record_data(workdir, identity)
         if changes:
-            checkpointing.record_changes(workdir, config, changes)
-            log.info("config changes recorded in %s: %s", checkpointing.CONFIG_FILE, ", ".join(
+            run_files.record_changes(workdir, config, changes)
+            log.info("config changes recorded in %s: %s", run_files.CONFIG_FILE, ", ".join(
                 f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items()))
     log.info("%s -> %s", setup.summary, workdir)
     state, position = fit(setup, state, position, checkpoints)
@@ -585,7 +431,7 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     metrics_file(workdir).write(position.best_step, "test", final["test"])
     metrics_file(workdir).write(position.best_step, run_report.COST, {
         run_report.TRAIN_SECONDS: round(position.train_seconds, 1)})
-    total, outside = count_params(state.params)
+    total, outside = preparation.count_params(state.params)
     metric = setup.task.primary_metric
     return {
         "model": config.model.name, "dataset": setup.info.name, "seed": config.train.seed,
@@ -599,98 +445,3 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
         "compiled shapes": len(position.compiled),
         "workdir": str(workdir), "notes": notes,
     }
-
-
-def planned_runs(config: ml_collections.ConfigDict, workdir: str | Path
-                 ) -> list[tuple[ml_collections.ConfigDict, Path]]:
-    """(config, workdir) of every training run of `config`: for each of its `train.seeds` seeds
-    (train.seed, train.seed + 1, ...; the first in `workdir`, each other one in
-    workdir/seeds/<seed>), the configured model and then each baseline (in
-    <that folder>/baselines/<name>: same task and data, another model section, and the values
-    of `recipes.<name>`). Each run's config names its own seed and one seed."""
-    workdir, runs = Path(workdir), []
-    recipes = config.get("recipes") or {}
-    for name in recipes:
-        if name not in config.baselines:
-            raise ConfigError(f"recipes.{name}: no baseline {name!r} (fix: name one of "
-                              f"{', '.join(config.baselines) or 'no baselines'})")
-    for index in range(config.train.seeds):
-        seed = config.train.seed + index
-        folder = workdir if index == 0 else workdir / checkpointing.SEEDS_DIR / str(seed)
-        for name, model_cfg in {"": config.model, **config.baselines}.items():
-            one = ml_collections.ConfigDict(config.copy_and_resolve_references().to_dict())
-            one.model = model_cfg
-            if name:
-                one.baselines = ml_collections.ConfigDict()  # a baseline's run is one run
-                one.recipes = ml_collections.ConfigDict()
-                _apply_recipe(one, name, recipes.get(name) or {})
-            one.train.update(seed=seed, seeds=1)
-            runs.append((one, folder / checkpointing.BASELINES_DIR / name if name else folder))
-    return runs
-
-
-def _apply_recipe(config: ml_collections.ConfigDict, name: str, recipe: Mapping) -> None:
-    """Sets `recipe`'s values ({section: {key: value}}, recipes.<name>) in `config`, each a key
-    the config has outside the model, baselines and recipes sections."""
-    for section, values in recipe.items():
-        for key, value in checkpointing.flatten(values).items():
-            *parents, leaf = [section, *key.split(".")]
-            target = None if section in ("model", "baselines", "recipes") else config
-            for part in parents:
-                target = target.get(part) if isinstance(target, ml_collections.ConfigDict) else None
-            if not isinstance(target, ml_collections.ConfigDict) or leaf not in target:
-                raise ConfigError(f"recipes.{name}.{section}.{key}: no such key (fix: name a key "
-                                  "of the task, data, optim, train or checkpoint section)")
-            target[leaf] = value
-
-
-def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str, Any]]:
-    """Trains every run of `planned_runs` one after another; writes results.md (with several
-    seeds: each model's mean ± std over them) and curves.png in `workdir`; returns the rows.
-    Holds `workdir`'s lock (`locking.hold`) from once the configs are checked."""
-    if config.train.distributed:
-        initialize_distributed()
-    validate(config)
-    workdir = Path(workdir)
-    runs = planned_runs(config, workdir)
-    for cfg, path in runs:  # every mistake is reported before the first run starts
-        validate(cfg)
-        check_batch_sizes(cfg.data, make_mesh())  # the mesh train_and_evaluate makes
-        checkpointing.check_compatible(path, cfg)
-    with locking.hold(workdir):
-        splits: dict[int, dict[str, list[Example]]] = {}  # by split seed: runs differ in model
-        rows = []
-        for cfg, path in runs:
-            split_seed = registry.split_seed(cfg)
-            if split_seed not in splits:
-                splits[split_seed] = load_splits(cfg)
-            rows.append(train_and_evaluate(cfg, path, splits=splits[split_seed]))
-        if jax.process_index() == 0:
-            write_report(workdir, rows, config.train.seeds)
-    return rows
-
-
-def write_report(workdir: Path, rows: Sequence[dict[str, Any]], seeds: int = 1) -> str:
-    """results.md and curves.png (every model's train loss and dev metric, first seed). `rows`:
-    those of `planned_runs`, seed after seed. One seed: a row per run; several: a row per model
-    with the mean ± std over its seeds (`run_report.seed_summary`), then a row per run."""
-    metric = next(key for key in rows[0] if key.startswith("dev "))[len("dev "):]
-    first_seed = rows[:len(rows) // seeds]
-    records = {row["model"]: run_report.read_metrics(Path(row["workdir"]) / run_report.METRICS_FILE)
-               for row in first_seed}
-    run_report.plot_curves(records, metric, workdir / run_report.CURVES_FILE)
-    per_run = [{k: v for k, v in row.items() if k not in ("workdir", "notes")} for row in rows]
-    title = f"{rows[0]['dataset']}: {', '.join(row['model'] for row in first_seed)}"
-    notes = [f"Best dev checkpoint of each model, evaluated on test; train s: the training "
-             f"steps, their compiling included; encode sent/s (the train command's): "
-             f"`encode(list_of_str)` of test sentences end to end "
-             f"(tokenise, parse, bucket, run). Curves: {run_report.CURVES_FILE}; per-step metrics: "
-             f"{run_report.METRICS_FILE} in each run's workdir.",
-             *(f"{row['model']}: {note}" for row in rows for note in row["notes"])]
-    if seeds == 1:
-        return run_report.write_results(workdir, title, per_run, notes=notes)
-    summary = run_report.seed_summary(per_run, seeds)
-    return run_report.write_results(
-        workdir, f"{title} ({seeds} seeds)", summary,
-        notes=[f"Mean ± sample standard deviation over seeds {summary[0]['seeds']}. Every run:",
-               run_report.markdown_table(per_run), *notes])

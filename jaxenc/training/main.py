@@ -21,7 +21,7 @@ Flags:
                         metrics.jsonl, results.md, curves.png. A run already there is resumed
                         from its newest intact checkpoint; the config may change only keys that
                         cannot change results (eval_every, log_every, checkpoint.*, a longer
-                        num_steps, ...: jaxenc.training.checkpointing.RESUMABLE_KEYS), recorded
+                        num_steps, ...: jaxenc.training.sections.RESUMABLE_KEYS), recorded
                         in config.json's history; any other change is refused.
   --helpfull            absl's own flags too (logging, --flagfile, ...).
 
@@ -265,8 +265,8 @@ def _add_encode_rates(config: ml_collections.ConfigDict, workdir: Path,
     import jax
 
     from jaxenc import throughput
+    from jaxenc.training.experiment import write_report
     from jaxenc.training.input_pipeline import load_splits
-    from jaxenc.training.loop import write_report
 
     if jax.process_count() > 1:  # the encoder runs in this process alone; the others have ended
         logging.getLogger("jaxenc").info("encode rate: measured by single-process runs only")
@@ -298,7 +298,7 @@ def main(argv: list[str]) -> None:
     _quiet_logging()
     import jax  # after flag parsing: --help stays fast
 
-    from jaxenc.training.loop import run
+    from jaxenc.training.experiment import run
 
     rows = run(config, _WORKDIR.value)
     if jax.process_index() != 0:  # a multi-host run: process 0 writes and prints the results

@@ -24,7 +24,7 @@ import numpy as np
 
 from jaxenc import cli
 from jaxenc.errors import ConfigError
-from jaxenc.training import checkpointing, input_pipeline, loop
+from jaxenc.training import checkpointing, input_pipeline, loop, preparation, run_files
 from jaxenc.training.sharding import make_mesh, replicated
 
 
@@ -33,12 +33,12 @@ def predict(workdir: str | os.PathLike, split: str = "test") -> dict[str, np.nda
     ConfigError when the run has no such split or its task's outputs are not one value per
     example (a sequence task's tokens)."""
     workdir = Path(workdir)
-    config = checkpointing.load_config(workdir)
+    config = run_files.load_config(workdir)
     splits = input_pipeline.load_splits(config)
     if split not in splits:
         raise ConfigError(f"--split {split}: the run in {workdir} has splits "
                           f"{', '.join(sorted(splits))} (fix: --split test)")
-    setup = loop.prepare(config, workdir, make_mesh(), splits)
+    setup = preparation.prepare(config, workdir, make_mesh(), splits)
     checkpoints = checkpointing.Checkpoints(workdir, keep=config.checkpoint.keep,
                                             best_k=config.checkpoint.best_k, repair=False)
     try:

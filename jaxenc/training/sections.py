@@ -4,7 +4,7 @@ one-line meaning, its check and whether a resumed run may change it (`key`).
 
 `jaxenc.configs.get_config` builds the config's sections from these defaults; `--help`
 (`jaxenc.training.usage`), the value checks (`jaxenc.training.validation`) and the resume rule
-(`jaxenc.training.checkpointing`) read `MEANINGS`, `RULES`, `RESUMABLE_KEYS`, `EXTENSIBLE_KEYS`
+(`jaxenc.training.run_files`) read `MEANINGS`, `RULES`, `RESUMABLE_KEYS`, `EXTENSIBLE_KEYS`
 and `ADDED_KEY_DEFAULTS`, all derived from the fields. A component takes its typed section
 (`Optim.of(config.optim)`). Model sections are the model config classes (jaxenc.models).
 

@@ -22,8 +22,8 @@ import ml_collections
 from jaxenc.data.registry import DATASETS
 from jaxenc.models import registry
 from jaxenc.models.config import EncoderConfig
-from jaxenc.training.checkpointing import CONFIG_SECTIONS
 from jaxenc.training.optim import OPTIMIZERS
+from jaxenc.training.run_files import CONFIG_SECTIONS
 from jaxenc.training.sections import MEANINGS
 
 _WIDTH = 100      # of the help text

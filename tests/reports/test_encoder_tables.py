@@ -318,7 +318,7 @@ def test_every_committed_run_was_trained_with_its_planned_flags():
     """A committed run's config.json holds every flag of the command its name stands for today,
     and the defaults of the keys the other sweep variants of its family set (a recipe chosen
     again on dev leaves no run of the old recipe under the new recipe's name)."""
-    from jaxenc.training import checkpointing
+    from jaxenc.training import run_files
     from train.configs import base
 
     runs, plan = table.runs, _planned()
@@ -333,7 +333,7 @@ def test_every_committed_run_was_trained_with_its_planned_flags():
         spec = next(flag for flag in argv if flag.startswith("--config=")).split(":")[1]
         defaults = base.get_config(spec)
         # an option a run predates reads as it trained (BEFORE_OPTION), else as its default
-        config = checkpointing.saved_config(folder)
+        config = run_files.saved_config(folder)
         for key in set(flags) | swept.get(family, set()):
             section, field = key.split(".", 1)
             expected = flags.get(key, str(defaults[section][field]))
