@@ -1,5 +1,5 @@
 """Decoded tokens/s of the key/value-cached decoders against the full-buffer reference: greedy and
-beam search by `jaxenc.tasks.tasks.translate` with cached=True and cached=False, for the generic
+beam search by `jaxenc.tasks.seq2seq.translate` with cached=True and cached=False, for the generic
 Transformer decoder (on a Transformer encoder) and Mean-Max AAE's own decoder, at a few output
 lengths, side by side.
 
@@ -33,7 +33,7 @@ from jaxenc.configs import model_config
 from jaxenc.data.vocab import EOS, NUM_SPECIAL
 from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models.registry import build_encoder, own_decoder
-from jaxenc.tasks.tasks import Seq2Seq, translate
+from jaxenc.tasks.seq2seq import Seq2Seq, translate
 
 DECODERS = ("transformer", "meanmax")
 SEARCHES = ("greedy", "beam")

@@ -31,7 +31,7 @@ from jaxenc.data import corpus
 from jaxenc.data.batching import bucket_lengths, bucket_of
 from jaxenc.data.vocab import BOS, EOS, NUM_SPECIAL
 from jaxenc.models.registry import build_encoder
-from jaxenc.tasks.tasks import build_task
+from jaxenc.tasks.factory import build_task
 from jaxenc.text_io import tokenize
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.run_report import markdown_table

@@ -29,7 +29,8 @@ import numpy as np
 from jaxenc.data import registry
 from jaxenc.data.batching import bucket_lengths
 from jaxenc.models.registry import build_encoder
-from jaxenc.tasks.tasks import build_task, translate
+from jaxenc.tasks.factory import build_task
+from jaxenc.tasks.seq2seq import translate
 from jaxenc.training.optim import build_optimizer
 
 MIB = 2.0**20

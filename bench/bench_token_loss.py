@@ -5,7 +5,7 @@ The one-hot form builds the smoothed target q = (1 - eps) one_hot(y) + eps / V a
 array and takes -sum_k q_k log softmax(x)_k (optax.smooth_labels, optax.softmax_cross_entropy);
 the closed form computes logsumexp(x) - (1 - eps) x_y - eps mean_k(x_k). Each call takes random
 logits float32[batch, length, vocab] and targets, and returns the mean loss over the valid
-positions and its gradient, as the decoder's training loss does (jaxenc.tasks.tasks.Seq2SeqTask).
+positions and its gradient, as the decoder's training loss does (jaxenc.tasks.seq2seq.Seq2SeqTask).
 The two forms take turns (bench.common.time_in_turns, settled). Reported per length: ms per call
 of each, their ratio, XLA's temp memory of each, and the largest difference of their losses and
 gradients. The default vocabulary is Mean-Max AAE's small config's (22,019 ids).

@@ -21,7 +21,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_LAZY = {"export": "jaxenc.exporting", "load": "jaxenc.exporting", "Encoder": "jaxenc.encoding"}
+_LAZY = {"export": "jaxenc.exporting", "load": "jaxenc.loading", "Encoder": "jaxenc.encoding"}
 __all__ = ["Encoder", "__version__", "export", "load"]
 
 

@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from jaxenc.tasks.tasks import VectorHead, build_task
+from jaxenc.tasks.classification import VectorHead
+from jaxenc.tasks.factory import build_task
 
 KINDS = ("single", "pair", "relatedness")  # the dataset kinds whose runs have a head to predict
 

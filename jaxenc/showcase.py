@@ -8,8 +8,8 @@ exported; results.md names them too), loads it back (`jaxenc.load`) and encodes 
 of each pair's vectors is tabulated under the exported model and under every other model of the
 run, so a minimal pair ("the film that was not good is good ." / "the film that was good is not
 good .") shows which encoders tell the two apart (a bag of words gives exactly 1). It uses the
-encoding layer (`jaxenc.encoding`, `jaxenc.exporting`), which reads training runs, so it sits
-above both (docs/ARCHITECTURE.md, "Layers").
+encoding layer (`jaxenc.encoding`, `jaxenc.exporting`, `jaxenc.loading`), which reads training
+runs, so it sits above both (docs/ARCHITECTURE.md, "Layers").
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def showcase(rows: Sequence[Mapping[str, Any]], workdir: str | Path,
     import jax
 
     from jaxenc.encoding import Encoder
-    from jaxenc.exporting import export, load, read_description
+    from jaxenc.exporting import export
+    from jaxenc.loading import load, read_description
 
     if jax.process_index() != 0:
         return ""

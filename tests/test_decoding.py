@@ -19,7 +19,7 @@ from jaxenc.layers.masks import DirectionalMask, length_mask
 from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models.registry import build_encoder, own_decoder
 from jaxenc.tasks import decoding
-from jaxenc.tasks.tasks import Seq2Seq, translate
+from jaxenc.tasks.seq2seq import Seq2Seq, translate
 
 VOCAB, MAX_LENGTH = 9, 7
 A, B = 6, 7  # two ordinary tokens

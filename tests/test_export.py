@@ -26,7 +26,7 @@ from test_encoder_contract import TINY
 from test_transfer import write_sts
 
 import jaxenc
-from jaxenc import exporting, standalone
+from jaxenc import exporting, loading, standalone
 from jaxenc.data.batching import sentence_fields
 from jaxenc.encoding import Encoder
 from jaxenc.errors import ConfigError, DataError
@@ -157,7 +157,7 @@ def test_encode_equals_the_training_featurizer_and_the_evaluation_path(runs, nam
     features = {split: trained for split in ("train", "dev", "test")}
     packing = structure_spec(setup.config.model).packing
     batcher = input_pipeline.make_batchers(
-        features, setup.config.data, 0, train_cfg=setup.config.train,
+        features, setup.config.data, 0, train=setup.config.train,
         packing=packing and dataclasses.replace(packing, capacity="worst"))["dev"]
     expected = np.zeros((len(records), enc.dim), np.float32)
     for batch in batcher.epoch(0):
@@ -392,7 +392,7 @@ def test_an_export_names_the_model_dataset_and_checkpoint_it_came_from(tmp_path,
     capsys.readouterr()
 
     out = jaxenc.export(setup.workdir, tmp_path / "out", batch_size=BATCH, platforms=["cpu"])
-    source = exporting.read_description(out)["source"]
+    source = loading.read_description(out)["source"]
     checkpoint = str((setup.workdir / run_files.BEST_DIR / "20").resolve())
     assert {key: source[key] for key in ("model", "dataset", "step", "checkpoint", "dev")} == {
         "model": "bag", "dataset": "synthetic", "step": 20, "checkpoint": checkpoint,

@@ -18,7 +18,9 @@ from jaxenc.layers.transformer import TransformerDecoder
 from jaxenc.models import bag, transformer
 from jaxenc.models.registry import build_encoder
 from jaxenc.tasks import heads, losses, metrics
-from jaxenc.tasks.tasks import ClassificationTask, TaggingTask, build_task
+from jaxenc.tasks.classification import ClassificationTask
+from jaxenc.tasks.factory import build_task
+from jaxenc.tasks.tagging import TaggingTask
 from train.configs import base
 
 RNG = np.random.default_rng(0)

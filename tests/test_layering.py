@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("jaxenc.tasks.*",)),
     ("training", ("jaxenc.training.*", "jaxenc.configs")),
     ("encoding", ("jaxenc.encoding", "jaxenc.encode_batching", "jaxenc.exporting",
-                  "jaxenc.prediction")),
+                  "jaxenc.loading", "jaxenc.prediction")),
     ("applications", ("jaxenc.evaluation.*", "jaxenc.showcase", "jaxenc.throughput", "jaxenc.viz")),
 )
 # Commands (what `python -m` or a console script runs) compose every layer: they may import any

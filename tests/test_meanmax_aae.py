@@ -29,7 +29,8 @@ from jaxenc.evaluation.encoders import CheckpointEncoder
 from jaxenc.models import meanmax_aae
 from jaxenc.models.registry import build_encoder
 from jaxenc.records import Example, Sentence
-from jaxenc.tasks.tasks import GreedySamples, build_task, translate
+from jaxenc.tasks.factory import build_task
+from jaxenc.tasks.seq2seq import GreedySamples, translate
 from jaxenc.training import checkpointing, experiment, input_pipeline, loop, preparation, run_report
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.sharding import make_mesh, replicated, shard_batch

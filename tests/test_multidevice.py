@@ -18,7 +18,7 @@ from jaxenc.data.featurize import Featurizer, relation_vocabulary
 from jaxenc.data.synthetic import generate
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.models.registry import build_encoder, structure_spec
-from jaxenc.tasks.tasks import build_task
+from jaxenc.tasks.factory import build_task
 from jaxenc.training.optim import build_optimizer
 from jaxenc.training.sharding import check_loop_settings, make_mesh, replicated, shard_batch
 from jaxenc.training.state import create_train_state, init_params

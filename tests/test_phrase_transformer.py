@@ -38,7 +38,7 @@ from jaxenc.models.registry import build_encoder, structure_spec
 from jaxenc.records import Example
 from jaxenc.structures import parsers
 from jaxenc.structures.hypernodes import ngram_neighbours, ngram_spans
-from jaxenc.tasks.tasks import build_task
+from jaxenc.tasks.factory import build_task
 from jaxenc.training import experiment, run_files, run_report
 from train.configs import base, phrase_transformer_multi30k_small, phrase_transformer_pos
 

@@ -28,7 +28,7 @@ from jaxenc.models.registry import build_encoder, encoder_spec
 from jaxenc.records import Example, Sentence
 from jaxenc.structures import psan
 from jaxenc.structures.trees import tree_from_sentence
-from jaxenc.tasks.tasks import build_task
+from jaxenc.tasks.factory import build_task
 from jaxenc.training import (
     checkpointing,
     experiment,

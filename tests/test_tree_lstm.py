@@ -33,7 +33,7 @@ from jaxenc.structures.arrays import DEFAULT_MAX_LEVEL
 from jaxenc.structures.formats import read_conllu
 from jaxenc.structures.relations import levels
 from jaxenc.structures.trees import DependencyTree
-from jaxenc.tasks.tasks import build_task
+from jaxenc.tasks.factory import build_task
 from jaxenc.training import input_pipeline, preparation, run_report
 from jaxenc.training.sharding import make_mesh, shard_batch
 from jaxenc.training.steps import make_train_step

@@ -150,7 +150,7 @@ def load_encoder(spec: str, long_sentences: str = "truncate") -> SentenceEncoder
     export folder (`python -m jaxenc export`) -> its Encoder; a training run directory ->
     CheckpointEncoder. `long_sentences` ("truncate" or "error") is the model encoders' policy
     for a sentence over their max_length (module doc)."""
-    from jaxenc import exporting
+    from jaxenc import exporting, loading
 
     if spec.startswith(BAG_PREFIX):
         return BagOfEmbeddings([p for p in spec[len(BAG_PREFIX):].split(",") if p])
@@ -160,7 +160,7 @@ def load_encoder(spec: str, long_sentences: str = "truncate") -> SentenceEncoder
                           "bag:path/to/glove.txt or bag:glove-6b-50d, the OUT of python -m "
                           "jaxenc export, or the --workdir of a python -m train.main run)")
     if exporting.is_export(spec):
-        return exporting.load(spec, long_sentences=long_sentences)
+        return loading.load(spec, long_sentences=long_sentences)
     return CheckpointEncoder(spec, long_sentences=long_sentences)
 
 

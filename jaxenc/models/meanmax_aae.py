@@ -210,7 +210,7 @@ class MeanMaxDecoder(nn.Module):
     [B, T, V] over the input vocabulary (module docstring, eq. 15-21); the TransformerDecoder's
     call, plus the word table.
 
-    Called by `jaxenc.tasks.tasks.Seq2Seq` with `word_table` float[V, embed_dim], the encoder's
+    Called by `jaxenc.tasks.seq2seq.Seq2Seq` with `word_table` float[V, embed_dim], the encoder's
     fixed word table, so the decoder reads the same vectors and has no table of its own.
 
     Decode mode (`cache_length`, jaxenc.tasks.decoding) generates one position per call with a

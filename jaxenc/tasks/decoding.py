@@ -4,7 +4,7 @@ with sacrebleu.
 Both decoders call `step_fn(tokens int32[N, T], t int32[], cache) -> (logits float32[N, V],
 cache)`: tokens is the buffer of T = max_length positions [BOS, y_1, ..., y_t, PAD, ...], the
 logits give y_{t+1}, and the cache (a pytree whose leaves have the N rows first) carries what the
-model keeps of positions 0..t. A key/value-cached step (`jaxenc.tasks.tasks.translate`) reads
+model keeps of positions 0..t. A key/value-cached step (`jaxenc.tasks.seq2seq.translate`) reads
 only tokens[:, t] and keeps each decoder self-attention's keys and values [N, max_length, H,
 d_k], written at t: O(1) decoder positions per step. `full_buffer_step` reruns a causal
 `logits_fn` over the whole buffer with an empty cache (O(T^2) per sequence), the reference the

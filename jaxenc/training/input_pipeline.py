@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import ml_collections
 import numpy as np
@@ -24,6 +25,7 @@ from jaxenc.data.packing import PackingConfig
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.records import Example
+from jaxenc.training.sections import Data, Train
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +104,15 @@ def _repeat_phrases(train: list[Example], repeats: int) -> list[Example]:
 
 
 def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
-                       data_cfg: ml_collections.ConfigDict, *,
+                       data: Data | Mapping[str, Any], *,
                        filtered: bool = False) -> dict[str, Vocabulary]:
     """"vocab" (inputs) and, for seq2seq, "target_vocab": loaded from workdir when a previous run
     saved them (resuming), else built from the training examples, "vocab" then extended by the
     first data.vector_vocabulary words of data.embeddings (`with_vector_words`); `filtered`: every
     word of theirs is kept (the corpus dataset applied data.min_count / max_vocab to its whole
     text)."""
-    min_count, max_size = (1, None) if filtered else (data_cfg.min_count, data_cfg.max_vocab)
+    data = data if isinstance(data, Data) else Data.of(data)
+    min_count, max_size = (1, None) if filtered else (data.min_count, data.max_vocab)
     sources = {"vocab": lambda: (s.tokens for e in train for s in e.sentences)}
     if kind == "translation":
         sources["target_vocab"] = lambda: (e.target.tokens for e in train)
@@ -117,14 +120,14 @@ def build_vocabularies(workdir: Path, kind: str, train: Sequence[Example],
     for name, token_lists in sources.items():
         saved = workdir / f"{name}.txt"
         if saved.is_file():
-            vocabularies[name] = Vocabulary.load(saved, lowercase=data_cfg.lowercase)
+            vocabularies[name] = Vocabulary.load(saved, lowercase=data.lowercase)
             continue
         vocabularies[name] = Vocabulary.build(token_lists(), min_count=min_count,
                                               max_size=max_size or None,
-                                              lowercase=data_cfg.lowercase)
-        if name == "vocab" and data_cfg.get("vector_vocabulary", 0):
-            vocabularies[name] = with_vector_words(vocabularies[name], data_cfg.embeddings,
-                                                   data_cfg.vector_vocabulary)
+                                              lowercase=data.lowercase)
+        if name == "vocab" and data.vector_vocabulary:
+            vocabularies[name] = with_vector_words(vocabularies[name], data.embeddings,
+                                                   data.vector_vocabulary)
     if kind == "unlabelled":  # autoencoding: the target is the input
         vocabularies["target_vocab"] = vocabularies["vocab"]
     return vocabularies
@@ -153,16 +156,16 @@ def decode_batch_size(examples: int, batch_size: int, multiple: int = 1) -> int:
     return -(-rows // multiple) * multiple
 
 
-def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.ConfigDict,
+def make_batchers(features: dict[str, list[dict]], data: Data | Mapping[str, Any],
                   seed: int, *, packing: PackingConfig | None = None, groups: int = 1,
-                  train_cfg: ml_collections.ConfigDict | None = None,
+                  train: Train | Mapping[str, Any] | None = None,
                   decode: bool = False) -> dict[str, Batcher]:
     """Shuffled training batches up to data.max_length; dev/test batches in order, with buckets
     extended so that no evaluation example is dropped. ConfigError when data.max_length leaves
     no training example.
 
     packing: the encoder's phrase packing plan (StructureNeeds.packing), planned over the epochs
-    the run will take (from `train_cfg`) with `groups` = the number of data shards.
+    the run will take (from `train`) with `groups` = the number of data shards.
     decode: also `DECODE`, the test split in batches of one shape (its longest example's bucket)
     and the fewest rows (`decode_batch_size`, at most data.eval_batch_size), for a generating
     task's test decoding: a decoding batch costs its rows times the decoded steps, whatever its
@@ -170,35 +173,37 @@ def make_batchers(features: dict[str, list[dict]], data_cfg: ml_collections.Conf
     split) and per-bucket programs (a beam search compiles once per shape) would cost more than
     the few real rows.
     """
-    train_args = dict(batch_size=data_cfg.batch_size, shuffle=True, seed=seed,
-                      buckets=bucket_lengths(data_cfg.max_length, data_cfg.bucket_step),
-                      max_length=data_cfg.max_length)
+    data = data if isinstance(data, Data) else Data.of(data)
+    train_args = dict(batch_size=data.batch_size, shuffle=True, seed=seed,
+                      buckets=bucket_lengths(data.max_length, data.bucket_step),
+                      max_length=data.max_length)
     batchers = {"train": Batcher(features["train"], **train_args)}
     if batchers["train"].num_batches == 0:
         shortest = min(map(_length, features["train"]))
-        raise ConfigError(f"data.max_length={data_cfg.max_length} is below every training "
+        raise ConfigError(f"data.max_length={data.max_length} is below every training "
                           f"example (the shortest has {shortest} tokens) (fix: set "
                           f"--config.data.max_length to {shortest} or more; longer examples are "
                           "dropped)")
     eval_packing = None
     if packing is not None:
-        epochs = train_cfg.epochs
-        if train_cfg.num_steps:
-            epochs = -(-train_cfg.num_steps // batchers["train"].num_batches)
+        train = train if isinstance(train, Train) else Train.of(train)
+        epochs = train.epochs
+        if train.num_steps:
+            epochs = -(-train.num_steps // batchers["train"].num_batches)
         batchers["train"] = Batcher(features["train"], **train_args, packing=dataclasses.replace(
             packing, groups=groups, epochs=max(epochs, 1)))
         eval_packing = dataclasses.replace(packing, groups=groups, epochs=1)
     for split in EVAL_SPLITS:
         longest = max(map(_length, features[split]))
-        buckets = bucket_lengths(max(longest, data_cfg.max_length), data_cfg.bucket_step)
-        batchers[split] = Batcher(features[split], batch_size=data_cfg.eval_batch_size,
+        buckets = bucket_lengths(max(longest, data.max_length), data.bucket_step)
+        batchers[split] = Batcher(features[split], batch_size=data.eval_batch_size,
                                   buckets=buckets, shuffle=False, packing=eval_packing)
     if decode:
         test = features["test"]
-        rows = decode_batch_size(len(test), data_cfg.eval_batch_size, groups)
+        rows = decode_batch_size(len(test), data.eval_batch_size, groups)
         longest = max(map(_length, test))
         batchers[DECODE] = Batcher(test, batch_size=rows, shuffle=False, packing=eval_packing,
-                                   buckets=bucket_lengths(longest, data_cfg.bucket_step)[-1:])
+                                   buckets=bucket_lengths(longest, data.bucket_step)[-1:])
     return batchers
 
 

@@ -41,7 +41,7 @@ from jax.sharding import Mesh
 from jaxenc.data.batching import Batcher
 from jaxenc.errors import DivergedError, NonFiniteError
 from jaxenc.records import Example
-from jaxenc.tasks.tasks import Task
+from jaxenc.tasks.base import Task
 from jaxenc.training import (
     checkpointing,
     compilation,

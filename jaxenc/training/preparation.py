@@ -24,7 +24,9 @@ from jaxenc.errors import ConfigError
 from jaxenc.files import writing
 from jaxenc.models import registry as models
 from jaxenc.records import Example
-from jaxenc.tasks.tasks import GreedySamples, Seq2SeqTask, Task, build_task
+from jaxenc.tasks.base import Task
+from jaxenc.tasks.factory import build_task
+from jaxenc.tasks.seq2seq import GreedySamples, Seq2SeqTask
 from jaxenc.training import run_files
 from jaxenc.training.input_pipeline import PHRASE_DATASETS, build_vocabularies, make_batchers
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
@@ -139,7 +141,7 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                       target_vocab=target_vocab)
     batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
                              data_cfg, seed, packing=needs.packing, groups=mesh.size,
-                             train_cfg=config.train, decode=task.generates)
+                             train=config.train, decode=task.generates)
     model = task.build_model(encoder)
 
     params = init_params(model, next(batchers["train"].epoch(0)), seed)

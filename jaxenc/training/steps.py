@@ -18,7 +18,7 @@ import optax
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from jaxenc.tasks.tasks import Task
+from jaxenc.tasks.base import Task
 from jaxenc.training.sharding import data_sharded, replicated
 from jaxenc.training.state import TrainState
 
