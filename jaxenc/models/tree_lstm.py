@@ -15,15 +15,18 @@ sentence's root word), so every real node has one. The sentence vector is h of t
 root word (the node whose head is the [root] node), the root of the dependency tree as in Tai
 et al.; the [root] node's own state is only in `tokens` / `memory`.
 
-Sweeps: one sweep F applies eqs. 2-8 at every node of the batch at once from its children's
-current states (h~ and eq. 7's sum: one matmul with A[b, j, k] = [heads[b, k] = j]; padding
-states zero). From zero states the s-th sweep makes exact every node whose subtree is less than
-s levels deep, so deepest + 1 sweeps suffice (deepest: the batch's largest depth, by pointer
-doubling in `node_depths`, exact where the `levels` field is clipped); the count is the
-smallest of `sweep_counts(L)` (8, 16, 32, ..., then L) that suffices, one `lax.switch` over
-loops of static length. Backward: the states are the fixed point S = F(S) and J = dF/dS is
-nilpotent, so the cotangent sum_{m <= deepest} (J^T)^m S_bar takes as many sweeps of J^T; only
-the final (h, c) and one sweep's residuals are kept, whatever the depth.
+Sweeps: one sweep applies eqs. 2-8 at every node of the batch at once from its children's
+current states. It carries the children sums S = [h~ U^(i,o,u) | eq. 7's sum] [B, L, 4d]: from
+S, eqs. 3, 5-8 give every node's (h, c) elementwise, and the next S is one matmul of the
+children matrix A[b, j, k] = [heads[b, k] = j] with the children's [h U^(i,o,u) | f ⊙ c]
+(h~ U = A h U), so a sweep is two matmuls. S = 0 makes every leaf exact (it is the first sweep
+from zero states) and each sweep makes exact the nodes one level higher, so `deepest` sweeps
+suffice (deepest: the batch's largest depth, by pointer doubling in `node_depths`, exact where
+the `levels` field is clipped); the count is the smallest of `sweep_counts(L)` (8, 16, 32, ...,
+then L) that suffices, one `lax.switch` over loops of static length. Backward: S is the fixed
+point S = G(S) and J = dG/dS is nilpotent, so the cotangent sum_{m <= deepest} (J^T)^m S_bar
+takes as many sweeps of J^T; only the final S and one sweep's residuals are kept, whatever the
+depth.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from jaxenc.models.config import EncoderConfig, StructureNeeds, require
 from jaxenc.models.registry import EncoderSpec, encoder_outputs
 from jaxenc.structures.arrays import PARSER_NAMES
 
-State = tuple[jax.Array, jax.Array]  # (h, c) or their cotangents, [B, L, d] each
+State = tuple[jax.Array, jax.Array]  # (h, c), [B, L, d] each
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,55 +96,59 @@ def sweep_counts(length: int) -> tuple[int, ...]:
     return (*(2 ** k for k in range(3, length.bit_length()) if 2 ** k < length), length)
 
 
-def _sweep(x_iou: jax.Array, x_f: jax.Array, u_iou: jax.Array, u_f: jax.Array,
-           children: jax.Array, valid: jax.Array, h: jax.Array, c: jax.Array) -> State:
-    """One sweep F: eqs. 2-8 at every node from its children's (h, c), zeros where not valid."""
-    d = u_f.shape[0]
-    forget = jax.nn.sigmoid(x_f + h @ u_f)  # eq. 4, stored at the child k
-    sums = children @ jnp.concatenate([h, forget * c], axis=-1)  # eq. 2 | eq. 7's sum
-    iou = x_iou + sums[..., :d] @ u_iou  # eqs. 3, 5, 6
-    c_new = jax.nn.sigmoid(iou[..., :d]) * jnp.tanh(iou[..., 2 * d:]) + sums[..., d:]  # eq. 7
-    h_new = jax.nn.sigmoid(iou[..., d:2 * d]) * jnp.tanh(c_new)  # eq. 8
-    return jnp.where(valid, h_new, 0), jnp.where(valid, c_new, 0)
+def _states(x_iou: jax.Array, sums: jax.Array) -> State:
+    """(h, c) [B, L, d] of eqs. 3, 5-8 from the children sums S [B, L, 4d]."""
+    d = sums.shape[-1] // 4
+    iou = x_iou + sums[..., :3 * d]  # eqs. 3, 5, 6
+    c = jax.nn.sigmoid(iou[..., :d]) * jnp.tanh(iou[..., 2 * d:]) + sums[..., 3 * d:]  # eq. 7
+    return jax.nn.sigmoid(iou[..., d:2 * d]) * jnp.tanh(c), c  # eq. 8
 
 
-def _repeat(body: Callable[[State], State], init: State, depth: jax.Array) -> State:
-    """`body` applied to `init` deepest + 1 times or more (module docstring): one `lax.switch`
-    over loops of the static `sweep_counts`."""
+def _sweep(x_iou: jax.Array, x_f: jax.Array, u: jax.Array, children: jax.Array,
+           sums: jax.Array) -> jax.Array:
+    """One sweep G: the children sums of every node from its children's states (eqs. 2, 4, 7).
+
+    u: [d, 4d] U^(i,o,u) | U^(f); children: A [B, L, L]; sums: S [B, L, 4d]."""
+    d = x_f.shape[-1]
+    h, c = _states(x_iou, sums)
+    hu = h @ u
+    forget = jax.nn.sigmoid(x_f + hu[..., 3 * d:])  # eq. 4, stored at the child k
+    return children @ jnp.concatenate([hu[..., :3 * d], forget * c], axis=-1)
+
+
+def _repeat(body: Callable[[jax.Array], jax.Array], init: jax.Array,
+            depth: jax.Array) -> jax.Array:
+    """`body` applied to `init` deepest times or more (module docstring): one `lax.switch` over
+    loops of the static `sweep_counts`."""
     counts = sweep_counts(depth.shape[1])
-    index = jnp.sum(jnp.asarray(counts) < jnp.max(depth) + 1)  # the first count >= deepest + 1
+    index = jnp.sum(jnp.asarray(counts) < jnp.max(depth))  # the first count >= deepest
     return jax.lax.switch(index, [
-        functools.partial(jax.lax.fori_loop, 0, n, lambda _, state: body(state)) for n in counts],
+        functools.partial(jax.lax.fori_loop, 0, n, lambda _, sums: body(sums)) for n in counts],
         init)
 
 
 @jax.custom_vjp
-def _tree_states(x_iou: jax.Array, x_f: jax.Array, u_iou: jax.Array, u_f: jax.Array,
-                 children: jax.Array, depth: jax.Array) -> State:
-    """(h, c) [B, L, d]: sweeps of `_sweep` from zero states; children: A [B, L, L]."""
-    valid = depth[..., None] >= 0
-    zeros = jnp.zeros(x_iou.shape[:-1] + u_f.shape[:1], x_iou.dtype)
-    return _repeat(lambda state: _sweep(x_iou, x_f, u_iou, u_f, children, valid, *state),
-                   (zeros, zeros), depth)
+def _children_sums(x_iou: jax.Array, x_f: jax.Array, u: jax.Array, children: jax.Array,
+                   depth: jax.Array) -> jax.Array:
+    """S [B, L, 4d] at the fixed point: sweeps of `_sweep` from S = 0."""
+    zeros = jnp.zeros(x_iou.shape[:-1] + u.shape[-1:], x_iou.dtype)
+    return _repeat(lambda sums: _sweep(x_iou, x_f, u, children, sums), zeros, depth)
 
 
-def _tree_states_fwd(x_iou, x_f, u_iou, u_f, children, depth):
-    states = _tree_states(x_iou, x_f, u_iou, u_f, children, depth)
-    return states, (x_iou, x_f, u_iou, u_f, children, depth, states)
+def _children_sums_fwd(x_iou, x_f, u, children, depth):
+    sums = _children_sums(x_iou, x_f, u, children, depth)
+    return sums, (x_iou, x_f, u, children, depth, sums)
 
 
-def _tree_states_bwd(residuals, states_bar: State):
-    """Cotangents of x_iou, x_f, u_iou, u_f from the fixed point (module docstring)."""
-    *weights, children, depth, states = residuals
-    valid = depth[..., None] >= 0
-    _, pullback = jax.vjp(lambda *args: _sweep(*args[:4], children, valid, *args[4:]),
-                          *weights, *states)
-    cotangent = _repeat(lambda bar: jax.tree.map(jnp.add, states_bar, pullback(bar)[4:]),
-                        states_bar, depth)
-    return (*pullback(cotangent)[:4], None, None)
+def _children_sums_bwd(residuals, sums_bar: jax.Array):
+    """Cotangents of x_iou, x_f and u from the fixed point (module docstring)."""
+    x_iou, x_f, u, children, depth, sums = residuals
+    _, pullback = jax.vjp(lambda *args: _sweep(*args[:3], children, args[3]), x_iou, x_f, u, sums)
+    cotangent = _repeat(lambda bar: sums_bar + pullback(bar)[3], sums_bar, depth)
+    return (*pullback(cotangent)[:3], None, None)
 
 
-_tree_states.defvjp(_tree_states_fwd, _tree_states_bwd)
+_children_sums.defvjp(_children_sums_fwd, _children_sums_bwd)
 
 
 def child_sum_levels(x_iou: jax.Array, x_f: jax.Array, u_iou: jax.Array, u_f: jax.Array,
@@ -157,9 +164,12 @@ def child_sum_levels(x_iou: jax.Array, x_f: jax.Array, u_iou: jax.Array, u_f: ja
     Returns:
       (h, c): [B, L, d] hidden and cell states, zeros where depth is -1.
     """
+    valid = depth >= 0
     nodes = jnp.arange(heads.shape[1])
-    children = (heads[:, None, :] == nodes[:, None]).astype(x_iou.dtype)  # A[b, j, k]
-    return _tree_states(x_iou, x_f, u_iou, u_f, children, depth)
+    children = ((heads[:, None, :] == nodes[:, None])  # A[b, j, k]
+                & valid[:, None, :]).astype(x_iou.dtype)
+    sums = _children_sums(x_iou, x_f, jnp.concatenate([u_iou, u_f], axis=1), children, depth)
+    return tuple(jnp.where(valid[..., None], state, 0) for state in _states(x_iou, sums))
 
 
 class TreeLSTM(nn.Module):
