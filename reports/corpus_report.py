@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jaxenc.data import corpus
+from jaxenc.training import input_pipeline
+from jaxenc.training.sections import Sections
 from reports.run_files import RESULTS
 from train.configs import meanmax_aae_small
 
@@ -34,7 +36,7 @@ def measure(data_dir: str | None) -> str:
                                 + (["--data_dir", data_dir] if data_dir else []))
         config = meanmax_aae_small.get_config()
         config.data.corpus_files = str(out)
-        _, read = corpus.load_corpus(corpus.CorpusOptions.from_config(config))
+        _, read = corpus.load_corpus(input_pipeline.corpus_options(Sections.of(config)))
         built_line = str(built).replace(str(out), CORPUS_FILE)
     return "\n".join([
         "# The Mean-Max AAE small config's corpus",

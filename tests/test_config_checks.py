@@ -33,6 +33,34 @@ def test_every_key_outside_the_model_sections_is_a_field_of_its_section(model):
     assert set(validation.RULES) <= keys and usage.MEANINGS is sections.MEANINGS
 
 
+def test_typed_sections_hold_the_config_values_and_read_as_mappings():
+    """What a component receives (`Sections.of`) is the config's values, by attribute and by
+    key alike; the carved splits' seed is task.split_seed, or train.seed when it is -1."""
+    config = configs.get_config("disan,trec")
+    config.data.update(dict(batch_size=32, text_columns="a,b"))
+    config.task.head.hidden_dims = (7, 5)
+    config.train.seed = 3
+    typed = sections.Sections.of(config)
+    for name in sections.SECTIONS:
+        expected = config[name].to_dict()
+        assert dict(_flat_items(getattr(typed, name))) == dict(_flat_items(expected))
+    assert typed.data["batch_size"] == typed.data.batch_size == 32
+    assert typed.data.get("no_such_key", "absent") == "absent" and "text_columns" in typed.data
+    with pytest.raises(KeyError):
+        typed.data["no_such_key"]
+    assert typed.task.head.hidden_dims == (7, 5) and typed.split_seed == 3
+    config.task.split_seed = 11
+    assert sections.Sections.of(config).split_seed == 11
+
+
+def _flat_items(section, prefix=""):
+    for key, value in section.items():
+        if hasattr(value, "items"):
+            yield from _flat_items(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", tuple(value) if isinstance(value, list) else value
+
+
 def test_every_key_has_a_meaning_and_every_number_a_check():
     """A key's meaning is one line of --help; a number needs a check (a string or a bool keeps
     its type, which the config enforces)."""

@@ -17,6 +17,8 @@ from jaxenc.data.named_vectors import NAMED_VECTORS
 from jaxenc.data.vocab import UNK, Vocabulary
 from jaxenc.errors import ConfigError
 from jaxenc.evaluation import transfer
+from jaxenc.training.input_pipeline import corpus_options
+from jaxenc.training.sections import Sections
 from train.configs import base
 
 WORDS = ["the", "a", "dog", "cat", "runs", "sleeps", "on", "grass", "mat", "big", "small", "red",
@@ -145,13 +147,13 @@ def test_corpus_oov_config_errors_are_one_line(tmp_path):
         corpus.CorpusOptions(files=(path,), vectors=str(vectors), oov="skip")
     config = base.get_config("meanmax_aae,corpus")
     config.data.update(dict(corpus_files=str(path), embeddings=str(vectors), oov="drop"))
-    assert corpus.CorpusOptions.from_config(config).oov == "drop_sentences"  # no key: default
+    assert corpus_options(Sections.of(config)).oov == "drop_sentences"  # no key: default
     config.data.corpus_oov = "unk"
     with pytest.raises(ConfigError) as error:
-        corpus.CorpusOptions.from_config(config)
+        corpus_options(Sections.of(config))
     assert "--config.data.oov=random" in str(error.value) and "\n" not in str(error.value)
     config.data.oov = "random"
-    assert corpus.CorpusOptions.from_config(config).oov == "unk"
+    assert corpus_options(Sections.of(config)).oov == "unk"
 
 
 def glove_6b_50d_installed() -> bool:

@@ -157,7 +157,7 @@ def test_encode_equals_the_training_featurizer_and_the_evaluation_path(runs, nam
     features = {split: trained for split in ("train", "dev", "test")}
     packing = structure_spec(setup.config.model).packing
     batcher = input_pipeline.make_batchers(
-        features, setup.config.data, 0, train=setup.config.train,
+        features, setup.sections.data, 0, train=setup.sections.train,
         packing=packing and dataclasses.replace(packing, capacity="worst"))["dev"]
     expected = np.zeros((len(records), enc.dim), np.float32)
     for batch in batcher.epoch(0):

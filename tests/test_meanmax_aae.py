@@ -485,7 +485,7 @@ def test_bad_corpus_files_are_one_line_errors(tmp_path, content, problem):
 def test_corpus_configuration_errors_are_one_line(tmp_path):
     config = base.get_config("meanmax_aae,corpus")
     with pytest.raises(ConfigError, match="--config.data.corpus_files=A.txt"):
-        corpus.load_splits(config)
+        input_pipeline.load_splits(config)
     config.data.corpus_files = str(tmp_path / "missing.txt")
     with pytest.raises(DataError, match=r"missing.txt: corpus file not found \(fix: "):
         input_pipeline.load_splits(config)

@@ -35,10 +35,9 @@ import dataclasses
 import hashlib
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-
-import ml_collections
+from typing import Any
 
 from jaxenc.data import named_vectors, paths, registry
 from jaxenc.data.embeddings import load_vectors
@@ -117,7 +116,7 @@ def split_of(file_index: int, line: int, seed: int, dev_fraction: float,
 
 @dataclasses.dataclass(frozen=True)
 class CorpusOptions:
-    """How a corpus is read (module docstring); `from_config` takes them from a training config.
+    """How a corpus is read (module docstring); `of` takes them from a training run's sections.
 
     Attributes:
       files: the text files.
@@ -161,18 +160,20 @@ class CorpusOptions:
                               "--config.task.dev_fraction=0.01 --config.task.test_fraction=0.01)")
 
     @classmethod
-    def from_config(cls, config: ml_collections.ConfigDict) -> CorpusOptions:
-        data = config.data
+    def of(cls, data: Mapping[str, Any], *, dev_fraction: float, test_fraction: float,
+           seed: int) -> CorpusOptions:
+        """The options a training run's data section names (its corpus_files, embeddings,
+        lowercase, lowercase_fallback, min_count, max_vocab, corpus_oov), with the held-out
+        shares (task.dev_fraction, test_fraction) and their seed (the run's split seed)."""
         oov = data.get("corpus_oov", DEFAULT_OOV)  # a config without the key: the default
-        if oov == "unk" and data.oov == "drop":
+        if oov == "unk" and data["oov"] == "drop":
             raise ConfigError("data.corpus_oov='unk' writes <unk>, which data.oov='drop' removes "
                               "from the encoder's input (fix: --config.data.oov=random, or "
                               "--config.data.corpus_oov=drop_words)")
-        return cls(files=tuple(corpus_paths(data.corpus_files)), vectors=data.embeddings,
-                   lowercase=data.lowercase, lowercase_fallback=data.lowercase_fallback,
-                   min_count=data.min_count, max_vocab=data.max_vocab,
-                   dev_fraction=config.task.dev_fraction, test_fraction=config.task.test_fraction,
-                   seed=registry.split_seed(config), oov=oov)
+        return cls(files=tuple(corpus_paths(data["corpus_files"])), vectors=data["embeddings"],
+                   lowercase=data["lowercase"], lowercase_fallback=data["lowercase_fallback"],
+                   min_count=data["min_count"], max_vocab=data["max_vocab"],
+                   dev_fraction=dev_fraction, test_fraction=test_fraction, seed=seed, oov=oov)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,10 +329,9 @@ def load_corpus(options: CorpusOptions) -> tuple[dict[str, list[Example]], Corpu
     return splits, report
 
 
-def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
-    """train / dev / test of the corpus a training config names (data.corpus_files); the
-    report is logged."""
-    splits, report = load_corpus(CorpusOptions.from_config(config))
+def load_splits(options: CorpusOptions) -> dict[str, list[Example]]:
+    """train / dev / test of the corpus `options` name; the report is logged."""
+    splits, report = load_corpus(options)
     log.info("%s", report)
     return splits
 

@@ -13,9 +13,9 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from jaxenc.data import (
     labelled_files,
@@ -31,9 +31,6 @@ from jaxenc.data import (
 from jaxenc.data.mrpc import PARAPHRASE_LABELS, read_mrpc
 from jaxenc.errors import DataError
 from jaxenc.records import Example
-
-if TYPE_CHECKING:
-    import ml_collections
 
 KINDS = ("single", "pair", "relatedness", "tagging", "translation", "unlabelled")
 
@@ -281,7 +278,7 @@ _register(DatasetInfo("synthetic", "single", 2, ("negative", "positive"), _TRAIN
 
 def _read_corpus(folder: None, split: str) -> list[Example]:
     raise DataError("dataset 'corpus' is the text files of a training config's "
-                    "data.corpus_files, read by jaxenc.data.corpus.load_splits(config)",
+                    "data.corpus_files, read by jaxenc.data.corpus.load_splits",
                     fix="train with --config.task.dataset=corpus "
                         "--config.data.corpus_files=A.txt[,B.txt]")
 
@@ -305,13 +302,13 @@ _register(DatasetInfo(labelled_files.NAME, "single", None, None, (), None, token
           _read_files)
 
 
-def dataset_info(config: ml_collections.ConfigDict) -> DatasetInfo:
-    """The dataset a training config trains on: DATASETS[task.dataset], and for "files" what its
-    data.train_file holds (`files_info`)."""
-    info = DATASETS[config.task.dataset]
+def dataset_info(dataset: str, data: Mapping[str, Any]) -> DatasetInfo:
+    """The dataset a training run trains on: DATASETS[dataset] (task.dataset), and for "files"
+    what the data section's train_file holds (`files_info`)."""
+    info = DATASETS[dataset]
     if info.name != labelled_files.NAME:
         return info
-    return files_info(labelled_files.describe(config.data))
+    return files_info(labelled_files.describe(data))
 
 
 def files_info(described: labelled_files.Description) -> DatasetInfo:
@@ -326,11 +323,3 @@ def files_info(described: labelled_files.Description) -> DatasetInfo:
     return dataclasses.replace(info, kind=described.columns.kind,
                                num_classes=len(described.label_names),
                                label_names=described.label_names)
-
-
-def split_seed(config: ml_collections.ConfigDict) -> int:
-    """The seed that carves the dev / test splits a dataset lacks: `task.split_seed`, or
-    `train.seed` when it is -1 (the default; a config without the key too), so seeds can differ
-    in the held-out examples or, with split_seed fixed, only in initialisation and order."""
-    seed = config.task.get("split_seed", -1)
-    return config.train.seed if seed < 0 else seed

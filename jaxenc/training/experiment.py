@@ -13,11 +13,11 @@ from typing import Any
 import jax
 import ml_collections
 
-from jaxenc.data import registry
 from jaxenc.errors import ConfigError
 from jaxenc.records import Example
 from jaxenc.training import locking, loop, preparation, run_files, run_report
 from jaxenc.training.input_pipeline import load_splits
+from jaxenc.training.sections import Sections
 from jaxenc.training.sharding import check_batch_sizes, initialize_distributed, make_mesh
 
 
@@ -78,13 +78,16 @@ def run(config: ml_collections.ConfigDict, workdir: str | Path) -> list[dict[str
         check_batch_sizes(cfg.data, make_mesh())  # the mesh train_and_evaluate makes
         run_files.check_compatible(path, cfg)
     with locking.hold(workdir):
-        splits: dict[int, dict[str, list[Example]]] = {}  # by split seed: runs differ in model
+        splits: dict[tuple, dict[str, list[Example]]] = {}  # read once per split seed and data
         rows = []
         for cfg, path in runs:
-            split_seed = registry.split_seed(cfg)
-            if split_seed not in splits:
-                splits[split_seed] = load_splits(cfg)
-            rows.append(loop.train_and_evaluate(cfg, path, splits=splits[split_seed]))
+            sections = Sections.of(cfg)
+            task = sections.task
+            source = (sections.split_seed, task.dataset, task.dev_fraction, task.test_fraction,
+                      sections.data)
+            if source not in splits:
+                splits[source] = load_splits(sections)
+            rows.append(loop.train_and_evaluate(cfg, path, splits=splits[source]))
         if jax.process_index() == 0:
             write_report(workdir, rows, config.train.seeds)
     return rows

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import ml_collections
 import numpy as np
 
 from jaxenc.data import corpus, labelled_files, registry, sst
@@ -25,7 +24,7 @@ from jaxenc.data.packing import PackingConfig
 from jaxenc.data.vocab import Vocabulary
 from jaxenc.errors import ConfigError, DataError
 from jaxenc.records import Example
-from jaxenc.training.sections import Data, Train
+from jaxenc.training.sections import Data, Sections, Train
 
 log = logging.getLogger(__name__)
 
@@ -54,37 +53,46 @@ def _has_target(example: Example, kind: str) -> bool:
     return example.score is not None if kind == "relatedness" else True
 
 
-def load_splits(config: ml_collections.ConfigDict) -> dict[str, list[Example]]:
-    """train / dev / test examples with a target. A split the dataset lacks is carved from train
-    (from the only split, e.g. "all", when there is no train) with task.dev_fraction /
-    test_fraction, deterministically given the split seed (registry.split_seed: task.split_seed,
-    or train.seed)."""
-    info = registry.DATASETS[config.task.dataset]
+def corpus_options(sections: Sections) -> corpus.CorpusOptions:
+    """How the "corpus" dataset of a run is read: its data section's files, vectors and
+    vocabulary rules, task.dev_fraction / test_fraction held out with the run's split seed."""
+    return corpus.CorpusOptions.of(sections.data, dev_fraction=sections.task.dev_fraction,
+                                   test_fraction=sections.task.test_fraction,
+                                   seed=sections.split_seed)
+
+
+def load_splits(config: Sections | Mapping[str, Any]) -> dict[str, list[Example]]:
+    """train / dev / test examples with a target, from a training config or its `Sections`. A
+    split the dataset lacks is carved from train (from the only split, e.g. "all", when there is
+    no train) with task.dev_fraction / test_fraction, deterministically given the split seed
+    (`Sections.split_seed`: task.split_seed, or train.seed)."""
+    sections = config if isinstance(config, Sections) else Sections.of(config)
+    task, data, seed = sections.task, sections.data, sections.split_seed
+    info = registry.DATASETS[task.dataset]
     if info.name == corpus.NAME:  # data.corpus_files, streamed; the reader makes the splits
-        return corpus.load_splits(config)
+        return corpus.load_splits(corpus_options(sections))
     if info.name == labelled_files.NAME:  # data.train_file, dev_file, test_file
-        described, given = labelled_files.load_splits(config.data)
+        described, given = labelled_files.load_splits(data)
         info = dataclasses.replace(registry.files_info(described), splits=tuple(given))
         load = given.__getitem__
-    elif config.data.get("tfds_dir"):  # through the TFDS builder (built once, downloads if it can)
+    elif data.tfds_dir:  # through the TFDS builder (built once, downloads if it can)
         from jaxenc.data import tfds_builders
 
         load = lambda split: tfds_builders.load_split(
-            info.name, split, config.data.tfds_dir, manual_dir=config.data.data_dir or None)
+            info.name, split, data.tfds_dir, manual_dir=data.data_dir or None)
     else:
-        load = lambda split: registry.load(info.name, split, config.data.data_dir or None)
+        load = lambda split: registry.load(info.name, split, data.data_dir or None)
     train = load("train" if "train" in info.splits else info.splits[0])
     splits = {}
     for split in ("test", "dev"):
         if split in info.splits:
             splits[split] = load(split)
         else:
-            train, splits[split] = _carve(train, config.task[f"{split}_fraction"],
-                                          registry.split_seed(config), split)
+            fraction = getattr(task, f"{split}_fraction")
+            train, splits[split] = _carve(train, fraction, seed, split)
             log.info("%s: %d examples carved from train (task.%s_fraction=%g, split seed %d)",
-                     split, len(splits[split]), split, config.task[f"{split}_fraction"],
-                     registry.split_seed(config))
-    splits["train"] = _repeat_phrases(train, config.data.get("phrase_repeats", 1))
+                     split, len(splits[split]), split, fraction, seed)
+    splits["train"] = _repeat_phrases(train, data.phrase_repeats)
     for name, examples in splits.items():
         kept = [e for e in examples if _has_target(e, info.kind)]
         if len(kept) < len(examples):

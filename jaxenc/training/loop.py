@@ -261,18 +261,18 @@ def fit(setup: preparation.Setup, state: TrainState, position: Position,
     """Trains from `state` / `position` to the end (or early stop); returns the final state and
     position. On SIGTERM / SIGINT saves a checkpoint after the step in progress and raises
     `Preempted` (`PreemptionWatch`)."""
-    config, mesh, task = setup.config, setup.mesh, setup.task
-    train_cfg, batcher = config.train, setup.batchers["train"]
+    mesh, task = setup.mesh, setup.task
+    train_cfg, batcher = setup.sections.train, setup.batchers["train"]
     total_steps = train_cfg.num_steps or train_cfg.epochs * batcher.num_batches
     eval_every = train_cfg.eval_every or batcher.num_batches
-    checkpoint_every = config.checkpoint.every or eval_every
+    checkpoint_every = setup.sections.checkpoint.every or eval_every
     bound = train_cfg.divergence_bound
     train_step = make_train_step(setup.model, task, setup.tx, mesh,
                                  skip_nonfinite=train_cfg.nonfinite == "skip", loss_bound=bound)
     metrics_log = metrics_file(setup.workdir)
     step = int(state.step)
     bar = tqdm.tqdm(total=total_steps, initial=step, unit="step", mininterval=1.0,
-                    desc=f"{config.model.name}/{setup.info.name}",
+                    desc=f"{setup.config.model.name}/{setup.info.name}",
                     # None: shown on a terminal only, so logs (CI, nohup) stay readable
                     disable=None if train_cfg.progress_bar and jax.process_index() == 0 else True)
     train_log = _TrainLog(metrics_log, bar, position, bound)
@@ -335,19 +335,21 @@ def _evaluate_dev(setup: preparation.Setup, state: TrainState, step: int,
                   checkpoints: checkpointing.Checkpoints, train_log: _TrainLog) -> None:
     """Evaluates on dev (not timed as training), records it, and keeps the params when they
     are among the best."""
-    config, task, position = setup.config, setup.task, train_log.position
+    name, task, position = setup.config.model.name, setup.task, train_log.position
+    train_cfg = setup.sections.train
     dev = evaluate(setup.eval_step, state.params, setup.batchers["dev"], task, setup.mesh)
     train_log.metrics_log.write(step, "dev", dev)
-    train_log.bar.write(f"{config.model.name} step {step}: dev "
+    train_log.bar.write(f"{name} step {step}: dev "
                         + ", ".join(f"{k} {v:.4f}" for k, v in dev.items()))
     if setup.samples is not None:
         train_log.bar.write("\n".join(setup.samples(state.params)))
     score = dev[task.primary_metric]
     if not math.isfinite(score):
-        log.warning("%s step %d: dev %s is %s, never a best checkpoint", config.model.name, step,
+        log.warning("%s step %d: dev %s is %s, never a best checkpoint", name, step,
                     task.primary_metric, score)
-    if position.record_evaluation(step, score, config.train.patience, config.checkpoint.best_k,
-                                  min_steps=math.ceil(config.train.patience_min_epochs
+    if position.record_evaluation(step, score, train_cfg.patience,
+                                  setup.sections.checkpoint.best_k,
+                                  min_steps=math.ceil(train_cfg.patience_min_epochs
                                                       * setup.batchers["train"].num_batches)):
         checkpoints.save_best(state, score, {"step": step, **dev})
     train_log.restart_clock()
@@ -392,8 +394,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     data_recorded = run_files.check_data(workdir, identity)
     setup = preparation.prepare(config, workdir, make_mesh() if mesh is None else mesh, splits,
                                 identity)
-    checkpoints = checkpointing.Checkpoints(workdir, config.checkpoint.keep,
-                                            config.checkpoint.best_k)
+    checkpoints = checkpointing.Checkpoints(workdir, setup.sections.checkpoint.keep,
+                                            setup.sections.checkpoint.best_k)
     state, position = setup.state, Position()
     restored = checkpoints.restore_latest(state)
     if restored is not None:
@@ -434,7 +436,8 @@ def _train_and_evaluate(config: ml_collections.ConfigDict, workdir: Path,
     total, outside = preparation.count_params(state.params)
     metric = setup.task.primary_metric
     return {
-        "model": config.model.name, "dataset": setup.info.name, "seed": config.train.seed,
+        "model": config.model.name, "dataset": setup.info.name,
+        "seed": setup.sections.train.seed,
         "params": total, "params w/o embeddings": outside,
         "steps": int(state.step), "stopped by": "patience" if position.stopped else "cap",
         "best step": position.best_step,

@@ -30,6 +30,7 @@ from jaxenc.tasks.seq2seq import GreedySamples, Seq2SeqTask
 from jaxenc.training import run_files
 from jaxenc.training.input_pipeline import PHRASE_DATASETS, build_vocabularies, make_batchers
 from jaxenc.training.optim import EMBEDDING_LEAF, OPTIMIZERS, build_optimizer
+from jaxenc.training.sections import Sections
 from jaxenc.training.sharding import check_batch_sizes, check_loop_settings, replicated
 from jaxenc.training.state import (
     TrainState,
@@ -85,7 +86,8 @@ class Setup:
     jitted evaluation step (one for the run: each bucket compiles once, however often dev and
     test are evaluated) and the featurizer of its examples."""
 
-    config: ml_collections.ConfigDict
+    config: ml_collections.ConfigDict  # as config.json records it
+    sections: Sections  # its typed sections
     workdir: Path
     info: registry.DatasetInfo
     batchers: dict[str, Batcher]
@@ -110,21 +112,22 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     model options in place: what is built and recorded is the same whether or not the caller
     checked it."""
     check_config(config)
-    data_cfg, seed = config.data, config.train.seed
-    check_batch_sizes(data_cfg, mesh)
-    info = registry.dataset_info(config)
-    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data_cfg,
+    sections = Sections.of(config)
+    data, seed = sections.data, sections.train.seed
+    check_batch_sizes(data, mesh)
+    info = registry.dataset_info(sections.task.dataset, data)
+    vocabularies = build_vocabularies(workdir, info.kind, splits["train"], data,
                                       filtered=info.name == corpus.NAME)
     vocab, target_vocab = vocabularies["vocab"], vocabularies.get("target_vocab")
     encoder = models.build_encoder(config.model, len(vocab))
     check_loop_settings(encoder.config, mesh)
     pretrained = found = None
-    if data_cfg.embeddings:
-        vectors = load_vectors(data_cfg.embeddings, vocab, oov=data_cfg.oov, seed=seed,
-                               lowercase_fallback=data_cfg.lowercase_fallback,
+    if data.embeddings:
+        vectors = load_vectors(data.embeddings, vocab, oov=data.oov, seed=seed,
+                               lowercase_fallback=data.lowercase_fallback,
                                expected_dim=config.model.embed_dim)
         log.info("word vectors: %s", vectors.coverage)
-        pretrained, found = vectors.matrix, vectors.found if data_cfg.oov == "drop" else None
+        pretrained, found = vectors.matrix, vectors.found if data.oov == "drop" else None
     tags = tag_index(splits["train"]) if info.kind == "tagging" else None
     needs, parse_cache = models.structure_spec(config.model), workdir / "parse_cache"
     relation_vocab = relation_vocabulary(workdir, config.model, needs.fields,
@@ -132,22 +135,22 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
     featurizer = Featurizer(
         kind=info.kind, vocab=vocab, model_cfg=config.model, structure_fields=needs.fields,
         prefix=needs.prefix_tokens, found=found, target_vocab=target_vocab, tags=tags,
-        lowercase_fallback=data_cfg.lowercase_fallback, relation_vocab=relation_vocab,
+        lowercase_fallback=data.lowercase_fallback, relation_vocab=relation_vocab,
         parse_cache_dir=parse_cache)
-    task = build_task(info.kind, config.task, num_classes=info.num_classes,
+    task = build_task(info.kind, sections.task, num_classes=info.num_classes,
                       min_score=info.score_range[0] if info.score_range else 1.0,
                       num_tags=len(tags) if tags is not None else None,
                       target_vocab_size=len(target_vocab) if target_vocab is not None else None,
                       target_vocab=target_vocab)
     batchers = make_batchers({name: featurizer.many(examples) for name, examples in splits.items()},
-                             data_cfg, seed, packing=needs.packing, groups=mesh.size,
-                             train=config.train, decode=task.generates)
+                             data, seed, packing=needs.packing, groups=mesh.size,
+                             train=sections.train, decode=task.generates)
     model = task.build_model(encoder)
 
     params = init_params(model, next(batchers["train"].epoch(0)), seed)
     if pretrained is not None:
         params = with_pretrained_embeddings(params, pretrained)
-    tx = build_optimizer(config.optim, params, data_cfg.freeze_embeddings)
+    tx = build_optimizer(sections.optim, params, data.freeze_embeddings)
     state = create_train_state(params, tx, seed, replicated(mesh))
     if jax.process_index() == 0 and not (workdir / run_files.CONFIG_FILE).is_file():
         run_files.save_run_files(
@@ -165,10 +168,11 @@ def prepare(config: ml_collections.ConfigDict, workdir: Path, mesh: Mesh,
                f"{'/'.join(str(len(splits[s])) for s in ('train', 'dev', 'test'))} "
                f"train/dev/test examples, vocabulary {len(vocab)}, {total:,} parameters "
                f"({outside:,} outside embeddings), {mesh.size} device(s), batch "
-               f"{data_cfg.batch_size}, {batchers['train'].num_batches} steps per epoch")
+               f"{data.batch_size}, {batchers['train'].num_batches} steps per epoch")
     samples = None
-    if isinstance(task, Seq2SeqTask) and config.train.samples > 0:
+    if isinstance(task, Seq2SeqTask) and sections.train.samples > 0:
         samples = GreedySamples(model, next(batchers["dev"].epoch(0)), target_vocab,
-                                config.train.samples, config.task.head.decoder.max_decode_length)
-    return Setup(config, workdir, info, batchers, task, model, tx, mesh, state,
+                                sections.train.samples,
+                                sections.task.head.decoder.max_decode_length)
+    return Setup(config, sections, workdir, info, batchers, task, model, tx, mesh, state,
                  make_eval_step(model, task, mesh), summary, samples, featurizer)

@@ -5,8 +5,9 @@ one-line meaning, its check and whether a resumed run may change it (`key`).
 `jaxenc.configs.get_config` builds the config's sections from these defaults; `--help`
 (`jaxenc.training.usage`), the value checks (`jaxenc.training.validation`) and the resume rule
 (`jaxenc.training.run_files`) read `MEANINGS`, `RULES`, `RESUMABLE_KEYS`, `EXTENSIBLE_KEYS`
-and `ADDED_KEY_DEFAULTS`, all derived from the fields. A component takes its typed section
-(`Optim.of(config.optim)`). Model sections are the model config classes (jaxenc.models).
+and `ADDED_KEY_DEFAULTS`, all derived from the fields. A run makes its `Sections` once, and each
+component takes its typed section (`build_optimizer(sections.optim, ...)`). Model sections are the
+model config classes (jaxenc.models).
 
 Adding a key is one field, e.g. in `Train`:
 
@@ -84,8 +85,25 @@ def section(kind: type, meaning: str) -> Any:
 SectionT = TypeVar("SectionT", bound="Section")
 
 
-class Section:
-    """What every section class has: `of(values)`, its typed value from a config section."""
+class Section(Mapping):
+    """What every section class has: `of(values)`, its typed value from a config section, and
+    read-only access by key (`data["text_columns"]`), so that the layers below training, which
+    read a section as a mapping, take a typed section as they take a config section."""
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(cls))
 
     @classmethod
     def of(cls: type[SectionT], values: Mapping[str, Any]) -> SectionT:
@@ -261,6 +279,31 @@ class Showcase(Section):
 
 SECTIONS: dict[str, type[Section]] = {"task": Task, "data": Data, "optim": Optim, "train": Train,
                                       "checkpoint": Checkpoint, "showcase": Showcase}
+
+
+@dataclasses.dataclass(frozen=True)
+class Sections:
+    """The typed sections of a training config (all but its model section): what a run's
+    components receive, each its own."""
+
+    task: Task
+    data: Data
+    optim: Optim
+    train: Train
+    checkpoint: Checkpoint
+    showcase: Showcase
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Sections:
+        """The typed sections of `config` (missing sections and keys at their defaults)."""
+        return cls(**{name: kind.of(config.get(name, {})) for name, kind in SECTIONS.items()})
+
+    @property
+    def split_seed(self) -> int:
+        """The seed that carves the dev / test splits a dataset lacks: task.split_seed, or
+        train.seed when it is -1 (the default), so seeds can differ in the held-out examples
+        or, with split_seed fixed, only in initialisation and order."""
+        return self.train.seed if self.task.split_seed < 0 else self.task.split_seed
 
 
 def defaults(kind: type[Section]) -> dict[str, Any]:
