@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reports import (
+    ci_checks,
     dependency_transformer,
     disan,
     encoder_tables,
@@ -81,6 +82,7 @@ _PLACED: dict[str, tuple[Callable[[], str], Path]] = {
     "disan_goal": (performance.disan_goal_table, SPEED_PAGE),
     "perf_goals": (performance.perf_goals_table, PERFORMANCE_PAGE),
     "perf_train_rates": (performance.perf_train_rates_table, PERFORMANCE_PAGE),
+    "ci_checks": (ci_checks.ci_checks_table, ci_checks.CI_PAGE),
 }
 TABLES: dict[str, Callable[[], str]] = {name: build for name, (build, _) in _PLACED.items()}
 PAGES: dict[str, Path] = {name: page for name, (_, page) in _PLACED.items()}

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 PAGES = ["results/disan/README.md", "results/psan/README.md",
          "results/phrase_transformer/README.md", "results/dependency_transformer/README.md",
          "results/meanmax_aae/README.md", "results/encoders/README.md", "docs/results.md",
-         "results/disan/speed.md", "docs/performance.md"]
+         "results/disan/speed.md", "docs/performance.md", "results/ci/README.md"]
 FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 ANY_MARKED = re.compile(r"<!-- (tables?)\.py: \w+ -->\n.*?<!-- /\1\.py -->", re.DOTALL)
 # A cell that is a number, or numbers joined by ± / = - and the like, with an optional unit or a
