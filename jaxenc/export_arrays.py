@@ -95,15 +95,21 @@ def _members(archive: zipfile.ZipFile, size: int, path: Path) -> dict[str, zipfi
     return members
 
 
+def _headers(archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo],
+             path: Path) -> dict[str, ArrayHeader]:
+    """key -> ArrayHeader of each member (`npy_header`), its data unread."""
+    headers = {}
+    for key, info in members.items():
+        with archive.open(info) as member:
+            headers[key] = npy_header(member, info.file_size, path, f"array {key!r}")
+    return headers
+
+
 def npz_headers(file: BinaryIO, size: int, path: Path) -> dict[str, ArrayHeader]:
     """key -> ArrayHeader of every array of the .npz `file` (`size` bytes), its data unread."""
     try:
         with zipfile.ZipFile(file) as archive:
-            headers = {}
-            for key, info in _members(archive, size, path).items():
-                with archive.open(info) as member:
-                    headers[key] = npy_header(member, info.file_size, path, f"array {key!r}")
-            return headers
+            return _headers(archive, _members(archive, size, path), path)
     except ExportError:
         raise
     except _ZIP_ERRORS as error:
@@ -120,10 +126,7 @@ def read_npz(data: bytes, path: Path,
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = _members(archive, len(data), path)
-            headers = {}
-            for key, info in members.items():
-                with archive.open(info) as member:
-                    headers[key] = npy_header(member, info.file_size, path, f"array {key!r}")
+            headers = _headers(archive, members, path)
             if check_headers is not None:
                 check_headers(headers)
             arrays = {}

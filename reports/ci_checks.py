@@ -58,20 +58,20 @@ def ci_checks_table() -> str:
           "yes" if r["exit"] == "0" else "no"] for r in rows])
 
 
-def record_text(log: str, commit: str, date: str) -> str:
-    """A check's record from its whole log (`time .ci/run` of a fresh clone): a first line
-    saying what it is, then the log's lines from the end of the main job on, without pip's
-    warnings, the tests' progress dots and pytest's skip summary."""
+def record_text(log: str, commit: str, date: str, machine: str) -> str:
+    """A check's record from its whole log (`time .ci/run` of a fresh clone on `machine`, e.g.
+    "2 CPU cores, Intel Xeon"): a first line saying what it is, then the log's lines from the
+    end of the main job on, without pip's warnings, the tests' progress dots and pytest's skip
+    summary."""
     lines = log.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("== main job took")), None)
     if start is None:
         raise ValueError("the log has no '== main job took' line: not a .ci/run log")
-    kept = [line for line in lines[start:]
-            if not re.fullmatch(r"[.sFEx]+\s*(\[\s*\d+%\])?", line)
-            and not line.startswith(("SKIPPED ", "WARNING: ", "=== short test summary",
-                                     "========================= short test summary"))
-            and "short test summary info" not in line and line.strip()]
-    head = (f"A fresh-clone `.ci/run` of commit {commit} ({date}, 2 CPU cores, Intel Xeon) "
+    kept = [line for line in lines[start:] if line.strip()
+            and not re.fullmatch(r"[.sFEx]+\s*(\[\s*\d+%\])?", line)
+            and not line.startswith(("SKIPPED ", "WARNING: "))
+            and "short test summary info" not in line]
+    head = (f"A fresh-clone `.ci/run` of commit {commit} ({date}, {machine}) "
             "under `time`: the lines it printed from the end of the main job on, pip's warnings "
             "and the tests' progress dots left out; `real` is the whole check, install included.")
     return "\n".join([head, "", *kept]) + "\n"
@@ -87,13 +87,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commit", required=True, help="the commit the fresh clone checked out")
     parser.add_argument("--started", required=True, help="when the check started, "
                         "YYYY-MM-DDTHHMM (UTC)")
+    parser.add_argument("--machine", help="what ran the check (default: this machine's cores "
+                        "and CPU model, as bench.machine reads them)")
     args = parser.parse_args(argv)
+    if args.machine is None:
+        from bench.machine import machine
+
+        host = machine()
+        args.machine = f"{host['nproc']} CPU cores, {host['cpu_model']}"
     name = f"{args.started}_{args.commit}.txt"
     if not _RECORD.match(name):
         parser.error(f"--started {args.started!r} / --commit {args.commit!r} make no record "
                      "name <YYYY-MM-DD>T<HHMM>_<commit>.txt")
     path = CI_DIR / name
-    path.write_text(record_text(args.log.read_text(), args.commit, args.started[:10]))
+    path.write_text(record_text(args.log.read_text(), args.commit, args.started[:10],
+                                args.machine))
     read_record(path)  # every figure of the table is there
     print(f"wrote {path}")
 

@@ -49,18 +49,14 @@ NONFINITE_POLICIES = ("stop", "skip")  # train.nonfinite
 def validate(config: ml_collections.ConfigDict) -> None:
     """Fails fast, before any data is read, on names and values the config gets wrong."""
     check_config(config)
-    if config.model.name not in models.ENCODERS:
-        raise ConfigError(f"unknown model {config.model.name!r} (fix: set --config.model.name to "
-                          f"one of {', '.join(models.ENCODERS)})")
-    if config.optim.name not in OPTIMIZERS:
-        raise ConfigError(f"unknown optimizer {config.optim.name!r} (fix: set "
-                          f"--config.optim.name to one of {', '.join(OPTIMIZERS)})")
-    if config.task.dataset not in registry.DATASETS:
-        raise ConfigError(f"unknown dataset {config.task.dataset!r} (fix: set "
-                          f"--config.task.dataset to one of {', '.join(registry.DATASETS)})")
-    if config.train.nonfinite not in NONFINITE_POLICIES:
-        raise ConfigError(f"train.nonfinite={config.train.nonfinite!r} (fix: set "
-                          f"--config.train.nonfinite to one of {', '.join(NONFINITE_POLICIES)})")
+    for key, names, what in (("model.name", models.ENCODERS, "model"),
+                             ("optim.name", OPTIMIZERS, "optimizer"),
+                             ("task.dataset", registry.DATASETS, "dataset"),
+                             ("train.nonfinite", NONFINITE_POLICIES, "nonfinite policy")):
+        section, field = key.split(".")
+        if config[section][field] not in names:
+            raise ConfigError(f"unknown {what} {config[section][field]!r} (fix: set "
+                              f"--config.{key} to one of {', '.join(names)})")
     if config.task.dataset == labelled_files.NAME:
         labelled_files.check_files(config.data)
     repeats, dataset = (config.data.get("phrase_repeats", 1),

@@ -30,16 +30,19 @@ exit 1
 
 
 def test_a_record_keeps_the_summary_and_the_table_reads_it(tmp_path, monkeypatch):
-    text = ci_checks.record_text(LOG, "abc1234", "2026-12-07")
+    text = ci_checks.record_text(LOG, "abc1234", "2026-12-07", "2 CPU cores, a test CPU")
+    assert text.startswith("A fresh-clone `.ci/run` of commit abc1234 (2026-12-07, 2 CPU cores, a "
+                           "test CPU)")
     assert "WARNING" not in text and "...." not in text and "SKIPPED" not in text
     for kept in ("== main job took 301 s", "30.10s call     tests/test_a.py::test_slow",
                  "FAILED tests/test_c.py::test_broken", "== tests took 712 s", "exit 1"):
         assert kept in text.splitlines()
     monkeypatch.setattr(ci_checks, "CI_DIR", tmp_path)
     (tmp_path / "2026-12-07T0900_abc1234.txt").write_text(text)
+    green = (LOG.replace("1 failed, 140", "141").replace("exit 1", "exit 0")
+             .replace("17m41.500s", "21m0.000s"))
     (tmp_path / "2026-12-07T0800_0000000.txt").write_text(
-        ci_checks.record_text(LOG.replace("1 failed, 140", "141").replace("exit 1", "exit 0")
-                              .replace("17m41.500s", "21m0.000s"), "0000000", "2026-12-07"))
+        ci_checks.record_text(green, "0000000", "2026-12-07", "2 CPU cores"))
     (tmp_path / "README.md").write_text("not a record")
     assert [r["commit"] for r in ci_checks.records()] == ["0000000", "abc1234"]  # by start
     rows = ci_checks.ci_checks_table().splitlines()[2:]
@@ -49,4 +52,4 @@ def test_a_record_keeps_the_summary_and_the_table_reads_it(tmp_path, monkeypatch
 
 def test_a_log_without_the_main_job_is_not_a_record():
     with pytest.raises(ValueError, match="not a .ci/run log"):
-        ci_checks.record_text("pytest output only\n", "abc1234", "2026-12-07")
+        ci_checks.record_text("pytest output only\n", "abc1234", "2026-12-07", "a machine")
